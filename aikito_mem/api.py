@@ -1,0 +1,281 @@
+"""The Python API ([A1]–[A3]): the imperative shell that sequences the rooms.
+
+``discovery → config → checkouts → observe → resources → planner`` for a plan, then
+``execute`` (lock → verify → write) for a sync.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+import attrs
+
+from aikito_mem import checkouts as _checkouts
+from aikito_mem.config import list_projects, load_project_config
+from aikito_mem.discovery import Workspace, resolve_workspace
+from aikito_mem.errors import ConfigError, ProjectPrepareConflictError
+from aikito_mem.execute import Locks, execute, planned_result
+from aikito_mem.model import (
+    CheckoutState,
+    Plan,
+    ProjectConfig,
+    SourceCheck,
+    SyncResult,
+)
+from aikito_mem.observe import Observer, with_identity
+from aikito_mem.planner import build_plan
+from aikito_mem.resources import resolve
+
+
+@attrs.frozen
+class PrepareConflict:
+    """One conflict reported by :meth:`Project.prepare`."""
+
+    #: The runtime path (or checkout path) in conflict.
+    path: str
+    #: What was found and what was expected.
+    reason: str
+    #: The safe remedy.
+    remedy: str | None = None
+    #: The resource concerned, when there is one.
+    resource: str | None = None
+
+
+@attrs.frozen
+class PreparedProject:
+    """What :meth:`Project.prepare` returns ([A3])."""
+
+    project: str
+    agent: str
+    #: Physical path of the prepared checkout.
+    checkout: str
+    result: SyncResult
+
+
+def _identify(plan: Plan) -> Plan:
+    """Take the identity ([P5]) of every source the plan links (CREATE) — only those."""
+    if not any(c.identity for c in plan.sources):
+        return plan
+    sources = tuple(
+        SourceCheck(c.path, with_identity(c.path, c.observed), True) if c.identity else c
+        for c in plan.sources
+    )
+    return plan.evolve(sources=sources)
+
+
+class Project:
+    """One project of a workspace: plan, execute, sync and prepare its memory links."""
+
+    def __init__(self, *, config: ProjectConfig, workspace: Workspace) -> None:
+        #: The validated ``agent.toml``.
+        self.config = config
+        #: The resolved workspace.
+        self.ws = workspace
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def workspace(self) -> str:
+        return self.ws.root
+
+    def __repr__(self) -> str:
+        return f"Project({self.name!r}, workspace={self.workspace!r})"
+
+    @classmethod
+    def load(
+        cls,
+        name: str,
+        workspace: str | None = None,
+        *,
+        environ: Mapping[str, str] | None = None,
+    ) -> Project:
+        """Load project ``name`` of ``workspace`` (``None``: discovery, SPEC §2)."""
+        ws = resolve_workspace(workspace, environ=environ)
+        return cls(config=load_project_config(ws.root, name, environ=environ), workspace=ws)
+
+    @classmethod
+    def for_directory(
+        cls,
+        directory: str,
+        workspace: str | None = None,
+        *,
+        environ: Mapping[str, str] | None = None,
+    ) -> Project:
+        """The project one of whose active checkouts contains ``directory``."""
+        ws = resolve_workspace(workspace, environ=environ)
+        here = os.path.realpath(directory)
+        found: list[tuple[str, str]] = []
+        broken: list[str] = []
+        observer = Observer()
+        configs: dict[str, ProjectConfig] = {}
+        for name in list_projects(ws.root):
+            try:
+                config = load_project_config(ws.root, name, environ=environ)
+            except ConfigError:
+                broken.append(name)
+                continue
+            configs[name] = config
+            for slot in _checkouts.slots(config, observer):
+                if slot.state is not CheckoutState.ACTIVE:
+                    continue
+                if here == slot.path or here.startswith(slot.path.rstrip("/") + "/"):
+                    found.append((name, slot.path))
+                    break
+        if len(found) == 1:
+            return cls(config=configs[found[0][0]], workspace=ws)
+        skipped = f" (projects with a broken agent.toml: {', '.join(broken)})" if broken else ""
+        if not found:
+            raise ConfigError(
+                f"no project of workspace {ws.root} has an active checkout containing {here}"
+                f"{skipped} — name the project: aikito sync project NAME",
+                code="config.project_not_found", path=here,
+            )
+        listing = ", ".join(f"{n} ({p})" for n, p in found)
+        raise ConfigError(
+            f"{here} is inside checkouts of several projects: {listing} — name the project: "
+            "aikito sync project NAME", code="config.project_ambiguous", path=here,
+        )
+
+    # -- planning -----------------------------------------------------------------------
+
+    def _slots(
+        self, path: str | None, observer: Observer, *, register: bool
+    ) -> tuple[tuple[_checkouts.Slot, ...], str | None, str | None]:
+        if path is None:
+            return _checkouts.slots(self.config, observer), None, None
+        slot, registered = _checkouts.explicit_slot(self.config, path, observer)
+        given = os.path.abspath(os.path.expanduser(path))
+        return (slot,), given, (given if register and not registered else None)
+
+    def _plan(
+        self,
+        slots: tuple[_checkouts.Slot, ...],
+        observer: Observer,
+        *,
+        explicit: str | None,
+        register: str | None,
+    ) -> Plan:
+        views = tuple(_checkouts.observe(s, observer) for s in slots)
+        resources = resolve(self.config, self.workspace, observer)
+        plan = build_plan(
+            config=self.config,
+            workspace=self.workspace,
+            workspace_source=self.ws.found_via,
+            resources=resources,
+            checkouts=views,
+            explicit_path=explicit,
+            register=register,
+        )
+        return _identify(plan)
+
+    def plan(self, path: str | None = None, *, register: bool = True) -> Plan:
+        """A frozen plan; writes nothing and takes no lock ([E7]).
+
+        ``path`` plans exactly that checkout ([K4]); when it is not registered yet the
+        plan records its registration (unless ``register=False``), done at execution.
+        """
+        observer = Observer()
+        slots, explicit, reg = self._slots(path, observer, register=register)
+        return self._plan(slots, observer, explicit=explicit, register=reg)
+
+    def dry_run(self, path: str | None = None, *, register: bool = True) -> SyncResult:
+        return planned_result(self.plan(path, register=register))
+
+    # -- execution ----------------------------------------------------------------------
+
+    def execute(self, plan: Plan, *, lock_timeout: float = 30.0) -> SyncResult:
+        """Execute a plan made earlier: lock, re-verify everything, write ([E1]–[E5])."""
+        if plan.workspace != self.workspace or plan.project != self.name:
+            raise ConfigError(
+                f"plan is for project {plan.project!r} of workspace {plan.workspace}; "
+                f"expected project {self.name!r} of workspace {self.workspace} — load "
+                "the project the plan was made for",
+                code="plan.foreign",
+            )
+        return execute(plan, lock_timeout=lock_timeout, always_verify=True)
+
+    def sync(
+        self,
+        path: str | None = None,
+        *,
+        register: bool = True,
+        lock_timeout: float = 30.0,
+    ) -> SyncResult:
+        """Lock, plan and execute in one go (``aikito sync project``) ([E3])."""
+        observer = Observer()
+        slots, explicit, reg = self._slots(path, observer, register=register)
+        with Locks() as locks:
+            locks.acquire(
+                [s.path for s in slots if s.state is CheckoutState.ACTIVE], lock_timeout
+            )
+            # Observe after the lock: a concurrent sync that held it has finished.
+            plan = self._plan(slots, Observer(), explicit=explicit, register=reg)
+            return execute(plan, locks=locks)
+
+    def prepare(self, agent: str, path: str | None = None) -> PreparedProject:
+        """Make one checkout's memory ready for an agent session ([A3], INV-MEM-12).
+
+        Same engine, holding the lock; never registers, never touches anything outside
+        that checkout's ``.agents/memory``, prints nothing.
+        """
+        self._check_agent(agent)
+        observer = Observer()
+        if path is None:
+            active = [s for s in _checkouts.slots(self.config, observer)
+                      if s.state is CheckoutState.ACTIVE]
+            if not active:
+                raise ConfigError(
+                    f"project {self.name!r} has no active checkout (none of its paths in "
+                    f"{self.config.config_path} exists on this machine) — pass path=",
+                    code="config.no_active_checkout", path=self.config.config_path,
+                )
+            if len(active) > 1:
+                listing = ", ".join(f"{s.label}={s.path}" for s in active)
+                raise ConfigError(
+                    f"project {self.name!r} has several active checkouts: {listing} — "
+                    "pass path= to choose one",
+                    code="config.ambiguous_checkout", path=self.config.config_path,
+                )
+            slot = active[0]
+        else:
+            slot, _registered = _checkouts.explicit_slot(self.config, path, observer)
+        with Locks() as locks:
+            locks.acquire([slot.path], 30.0)
+            plan = self._plan((slot,), Observer(), explicit=slot.path, register=None)
+            if plan.blocked:
+                conflicts = tuple(
+                    PrepareConflict(op.target, op.reason, op.remedy, op.resource)
+                    for op in plan.conflicts
+                )
+                n = len(conflicts)
+                listing = "; ".join(f"{c.path}: {c.reason}" for c in conflicts)
+                raise ProjectPrepareConflictError(
+                    f"cannot prepare project {self.name!r} for agent {agent!r}: {n} "
+                    f"conflict{'s' * (n != 1)}, nothing was written — {listing}",
+                    project=self.name, conflicts=conflicts, plan=plan,
+                )
+            result = execute(plan, locks=locks)
+        return PreparedProject(self.name, agent, slot.path, result)
+
+    def _check_agent(self, agent: str) -> None:
+        if not agent or "/" in agent or agent in (".", "..") or "\0" in agent:
+            raise ConfigError(
+                f"agent name {agent!r} is not a single file name; expected a name such "
+                "as 'claude'", code="config.agent_invalid",
+            )
+        registry = f"{self.workspace}/agents"
+        from aikito_mem.model import Kind
+        from aikito_mem.observe import lstat
+
+        if lstat(registry).kind is not Kind.DIR:
+            return
+        entry = f"{registry}/{agent}.toml"
+        if lstat(entry).kind is not Kind.FILE:
+            raise ConfigError(
+                f"agent {agent!r} is not registered: expected the file {entry}, found "
+                f"nothing there — add {agent}.toml to {registry} or use a registered agent",
+                code="config.agent_unknown", path=entry,
+            )

@@ -1,0 +1,158 @@
+"""The one error hierarchy of aikito_mem, and the one place that maps errors to exit codes.
+
+Every error carries its data as attributes and a message that names the path, what was
+expected, what was found and the safe remedy ([A2]).  ``exit_code`` on each class is the
+stable exit code of SPEC §9; ``code`` is the machine-readable ``error.code`` of the JSON
+document.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Stable exit codes (SPEC §9).  Keep in sync with the README table.
+EXIT_OK = 0
+EXIT_CONFLICT = 1
+EXIT_USAGE = 2
+EXIT_STALE = 3
+EXIT_CONFIG = 4
+EXIT_FAILED = 5
+EXIT_BUSY = 6
+EXIT_PENDING = 7
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+
+
+class AikitoError(Exception):
+    """Base of every error this package raises on purpose."""
+
+    #: Exit code of the command line for this error.
+    exit_code: int = EXIT_FAILED
+    #: Outcome word of the JSON document for this error.
+    outcome: str = "failed"
+
+    def __init__(self, message: str, *, code: str = "error", path: str | None = None) -> None:
+        super().__init__(message)
+        #: Human message: path, expected, found, remedy.
+        self.message = message
+        #: Machine-readable code, e.g. ``config.memory_type``.
+        self.code = code
+        #: The path the error is about, when there is one.
+        self.path = path
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message}
+
+
+class ConfigError(AikitoError):
+    """Workspace, project, ``agent.toml``, reference or plan-file problem (exit 4)."""
+
+    exit_code = EXIT_CONFIG
+    outcome = "config_error"
+
+    def __init__(
+        self, message: str, *, code: str = "config.invalid", path: str | None = None
+    ) -> None:
+        super().__init__(message, code=code, path=path)
+
+
+class ProjectNotFoundError(ConfigError):
+    """The project directory or its ``agent.toml`` does not exist ([C7])."""
+
+    def __init__(self, message: str, *, project: str, path: str | None = None) -> None:
+        super().__init__(message, code="config.project_not_found", path=path)
+        #: The project name that was asked for.
+        self.project = project
+
+
+class PlanFileError(ConfigError):
+    """A saved plan that is truncated, edited, of another version or workspace (exit 4)."""
+
+    def __init__(
+        self, message: str, *, path: str | None = None, code: str = "plan.invalid"
+    ) -> None:
+        super().__init__(message, code=code, path=path)
+
+
+class ConflictError(AikitoError):
+    """The plan has conflicts; nothing was written (exit 1)."""
+
+    exit_code = EXIT_CONFLICT
+    outcome = "blocked"
+
+    def __init__(self, message: str, *, conflicts: tuple[Any, ...] = (), plan: Any = None) -> None:
+        super().__init__(message, code="sync.conflict")
+        #: The CONFLICT operations of the plan.
+        self.conflicts = conflicts
+        #: The refused plan.
+        self.plan = plan
+
+
+class ProjectPrepareConflictError(ConflictError):
+    """``Project.prepare`` found conflicts or missing sources (INV-MEM-12)."""
+
+    def __init__(
+        self, message: str, *, project: str, conflicts: tuple[Any, ...] = (), plan: Any = None
+    ) -> None:
+        super().__init__(message, conflicts=conflicts, plan=plan)
+        #: The project name.
+        self.project = project
+
+
+class StalePlanError(AikitoError):
+    """The world changed between planning and execution; nothing was written (exit 3)."""
+
+    exit_code = EXIT_STALE
+    outcome = "stale"
+
+    def __init__(self, message: str, *, differences: tuple[str, ...], result: Any = None) -> None:
+        super().__init__(message, code="sync.stale")
+        #: One sentence per difference found.
+        self.differences = differences
+        #: The result (operation statuses) when the drift was found mid-way.
+        self.result = result
+
+
+class ExecutionError(AikitoError):
+    """An operation failed mid-way (exit 5); ``result`` has every operation's status."""
+
+    exit_code = EXIT_FAILED
+    outcome = "failed"
+
+    def __init__(self, message: str, *, result: Any = None, path: str | None = None) -> None:
+        super().__init__(message, code="sync.failed", path=path)
+        #: The SyncResult with per-operation statuses.
+        self.result = result
+
+
+class InterruptedError_(AikitoError):
+    """SIGINT/SIGTERM arrived; the operation in flight was finished, the rest not applied."""
+
+    outcome = "interrupted"
+
+    def __init__(self, message: str, *, signum: int, result: Any = None) -> None:
+        super().__init__(message, code="sync.interrupted")
+        #: The signal number received.
+        self.signum = signum
+        #: The SyncResult with per-operation statuses.
+        self.result = result
+        self.exit_code = 128 + signum
+
+
+class LockBusyError(AikitoError):
+    """Another process holds the checkout lock (exit 6)."""
+
+    exit_code = EXIT_BUSY
+    outcome = "busy"
+
+    def __init__(self, message: str, *, path: str, timeout: float) -> None:
+        super().__init__(message, code="sync.busy", path=path)
+        #: Seconds waited.
+        self.timeout = timeout
+
+
+def exit_code_for(error: BaseException) -> int:
+    """The one mapping from an exception to an exit code."""
+    if isinstance(error, AikitoError):
+        return error.exit_code
+    return EXIT_FAILED

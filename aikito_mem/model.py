@@ -1,0 +1,322 @@
+"""Frozen value types shared by every room: observations, resources, plans and results.
+
+Nothing here performs I/O.  Every type is an ``attrs`` frozen class or an enum, and every
+collection is a tuple, so a :class:`Plan` can be handed around (and saved) without anyone
+being able to change what it was planned against ([A1]).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import attrs
+from attrs import frozen
+
+
+class Action(enum.Enum):
+    """The closed set of things a plan can say about one runtime path ([P1])."""
+
+    CREATE = "CREATE"
+    NOOP = "NOOP"
+    CONFLICT = "CONFLICT"
+    UNLINK = "UNLINK"
+    SKIP = "SKIP"
+
+
+class Kind(enum.Enum):
+    """What ``lstat`` found at a path."""
+
+    ABSENT = "absent"
+    LINK = "symlink"
+    FILE = "regular file"
+    DIR = "directory"
+    FIFO = "FIFO"
+    SOCKET = "socket"
+    CHAR = "character device"
+    BLOCK = "block device"
+    OTHER = "unknown file type"
+
+
+class Status(enum.Enum):
+    """What became of one operation ([E5], SPEC §9)."""
+
+    PLANNED = "planned"
+    APPLIED = "applied"
+    NOT_APPLIED = "not_applied"
+    UNKNOWN = "unknown"
+    UNCHANGED = "unchanged"
+    SKIPPED = "skipped"
+
+
+class CheckoutState(enum.Enum):
+    ACTIVE = "active"
+    OFFLINE = "offline"
+    INVALID = "invalid"
+
+
+@frozen
+class Observed:
+    """One observation of one path: its type and, where it matters, its identity.
+
+    ``dev``/``ino`` are zero when the identity was not taken (an existence-and-type
+    check).  ``gen`` is the inode generation number (``FS_IOC_GETVERSION``) when the
+    filesystem supports it, else ``None`` (see docs/design.md, "source identity").
+    """
+
+    kind: Kind
+    #: The literal of a symlink (``readlink``), else ``None``.
+    literal: str | None = None
+    dev: int = 0
+    ino: int = 0
+    gen: int | None = None
+
+    @property
+    def exists(self) -> bool:
+        return self.kind is not Kind.ABSENT
+
+    def describe(self) -> str:
+        """Words for a message: ``a symlink to '/x'``, ``a regular file``, ``nothing``."""
+        if self.kind is Kind.ABSENT:
+            return "nothing"
+        if self.kind is Kind.LINK:
+            return f"a symlink to {self.literal!r}"
+        article = "an" if self.kind.value[0] in "aeiouFS" else "a"
+        return f"{article} {self.kind.value}"
+
+
+#: The observation of a path where nothing exists.
+ABSENT = Observed(Kind.ABSENT)
+
+
+@frozen
+class Finding:
+    """A diagnostic that is not an operation: warnings never block a plan ([P3])."""
+
+    code: str
+    severity: str
+    message: str
+    path: str | None = None
+
+
+@frozen
+class Candidate:
+    """One checkout candidate from ``paths``/``path`` ([C5], [K1])."""
+
+    label: str
+    #: The string as written in ``agent.toml``.
+    raw: str
+    #: ``~`` expanded and, when absolute, lexically normalised.
+    path: str
+    #: Whether ``path`` is absolute on this system ([K2]).
+    absolute: bool
+
+
+@frozen
+class ProjectConfig:
+    """A validated ``agent.toml`` ([C1]–[C7])."""
+
+    name: str
+    #: ``<ws>/projects/<name>``.
+    project_dir: str
+    #: ``<ws>/projects/<name>/agent.toml``.
+    config_path: str
+    memory: tuple[str, ...]
+    candidates: tuple[Candidate, ...]
+    #: Warnings found while loading (did-you-mean keys, non-absolute paths…).
+    findings: tuple[Finding, ...]
+    #: sha256 hex digest of the exact bytes parsed.
+    sha256: str
+
+
+@frozen
+class SourceCheck:
+    """What execution re-checks about one source path ([P5]).
+
+    With ``identity`` false only existence and type are compared (NOOP sources and the
+    directories a source is reached through); with it true, ``dev``/``ino``/``gen`` too.
+    """
+
+    path: str
+    observed: Observed
+    identity: bool = False
+
+
+@frozen
+class Operation:
+    """One planned operation and the observation it was planned against."""
+
+    action: Action
+    #: The invariant this operation applies (``INV-MEM-01`` …).
+    rule: str
+    #: Physical path of the checkout root (or the candidate path when offline/invalid).
+    checkout: str
+    #: Absolute runtime path this operation is about.
+    target: str
+    reason: str
+    #: The reference (``team/a.md``) or ``notes``; ``None`` for stale entries.
+    resource: str | None = None
+    #: Canonical source path (the literal a CREATE writes).
+    source: str | None = None
+    #: Safe remedy for a CONFLICT.
+    remedy: str | None = None
+    #: ``link`` for symlinks, ``directory`` for the rmdir of a pruned directory.
+    entry: str = "link"
+    #: What was at ``target`` when planned.
+    observed: Observed = ABSENT
+
+
+@frozen
+class CheckoutPlan:
+    """One checkout as planned: its state and the directories the plan relies on."""
+
+    label: str
+    #: Physical path when active; the normalised candidate path otherwise.
+    path: str
+    state: CheckoutState
+    #: Why the checkout is offline or invalid.
+    reason: str | None = None
+    #: Observations of the root (``""``), ``.agents``, ``.agents/memory`` and every
+    #: intermediate directory, by path relative to the checkout root.
+    dirs: tuple[tuple[str, Observed], ...] = ()
+
+
+@frozen
+class Plan:
+    """The frozen plan: everything execution does and everything it was decided from."""
+
+    project: str
+    workspace: str
+    #: How the workspace was found: ``option``, ``AIKITO_DIR``, ``pointer file``, ``default``.
+    workspace_source: str
+    config_path: str
+    #: The parsed ``memory`` list, as written.
+    memory: tuple[str, ...]
+    candidates: tuple[Candidate, ...]
+    #: Whether ``<ws>/projects/<p>/memory`` existed (lstat) at planning time.
+    project_memory_exists: bool
+    #: The selected notes source, and ``current``/``legacy`` (``None`` without notes).
+    notes_source: str | None
+    notes_location: str | None
+    sources: tuple[SourceCheck, ...]
+    checkouts: tuple[CheckoutPlan, ...]
+    operations: tuple[Operation, ...]
+    findings: tuple[Finding, ...]
+    #: The explicit checkout path of ``sync project NAME PATH`` ([K4]).
+    explicit_path: str | None = None
+    #: The path registration will append to ``agent.toml`` at execution ([K4]).
+    register: str | None = None
+    #: sha256 of ``agent.toml`` bytes, recorded when registration is planned.
+    config_sha256: str | None = None
+
+    @property
+    def conflicts(self) -> tuple[Operation, ...]:
+        return tuple(op for op in self.operations if op.action is Action.CONFLICT)
+
+    @property
+    def blocked(self) -> bool:
+        return any(op.action is Action.CONFLICT for op in self.operations)
+
+    @property
+    def changes(self) -> tuple[Operation, ...]:
+        """The operations that write: CREATE and UNLINK."""
+        return tuple(
+            op for op in self.operations if op.action in (Action.CREATE, Action.UNLINK)
+        )
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.changes) or self.register is not None
+
+    def summary(self) -> dict[str, int]:
+        counts = {"create": 0, "noop": 0, "unlink": 0, "conflict": 0, "skip": 0}
+        for op in self.operations:
+            counts[op.action.value.lower()] += 1
+        return counts
+
+    def evolve(self, **changes: Any) -> Plan:
+        return attrs.evolve(self, **changes)
+
+
+@frozen
+class Segment:
+    """One engine's part of a project sync result ([E8], INV-MEM-11)."""
+
+    name: str
+    success: bool
+
+
+@frozen
+class SyncResult:
+    """The result of executing (or refusing) a plan: a status per operation."""
+
+    plan: Plan
+    #: One status per ``plan.operations`` entry, in the same order.
+    statuses: tuple[Status, ...]
+    #: ``applied``, ``unchanged``, ``planned``, ``blocked``, ``stale``, ``failed``,
+    #: ``busy``, ``config_error`` or ``interrupted``.
+    outcome: str
+    #: Per-operation error text (``None`` where the operation did not fail).
+    errors: tuple[str | None, ...] = ()
+    segments: tuple[Segment, ...] = ()
+    dry_run: bool = False
+    #: Whether ``agent.toml`` registration was applied.
+    registered: bool = False
+
+    @property
+    def success(self) -> bool:
+        """The conjunction of the active segments ([E8])."""
+        return all(s.success for s in self.segments)
+
+
+@frozen
+class Resource:
+    """One desired resource: a workspace reference or the project notes ([S1]–[S4])."""
+
+    #: The reference as written, or ``notes`` for the project notes.
+    name: str
+    #: Runtime path relative to ``.agents/memory``.
+    rel: str
+    #: Canonical source: the exact literal a CREATE writes.
+    source: str
+    is_notes: bool = False
+    #: Why the source is unusable (``None`` when it is safe).
+    problem: str | None = None
+    #: The source does not exist (INV-MEM-07) rather than being unsafe (INV-MEM-02).
+    missing: bool = False
+    #: Shadowed by the project notes ([S4]): planned as SKIP.
+    shadowed: bool = False
+    #: What execution re-checks about this source if the plan links it.
+    checks: tuple[SourceCheck, ...] = ()
+
+
+@frozen
+class ResourceSet:
+    """Every resource of a project plus the notes decision it was derived from."""
+
+    resources: tuple[Resource, ...]
+    project_memory_exists: bool
+    notes_source: str | None
+    notes_location: str | None
+    #: Historical canonical sources for the runtime path ``notes`` ([O2]).
+    notes_history: tuple[str, ...]
+    findings: tuple[Finding, ...] = ()
+    #: Paths recorded as absent (a notes source that did not exist), re-checked at
+    #: execution so that their appearance makes the plan stale.
+    absent_checks: tuple[SourceCheck, ...] = ()
+
+
+@frozen
+class CheckoutView:
+    """What observation found for one checkout candidate: the planner's input."""
+
+    label: str
+    path: str
+    state: CheckoutState
+    reason: str | None = None
+    root: Observed = ABSENT
+    agents: Observed = ABSENT
+    memory: Observed = ABSENT
+    #: Every entry under ``.agents/memory`` (recursive, never through links), by
+    #: relative path, sorted.
+    entries: tuple[tuple[str, Observed], ...] = ()
