@@ -418,6 +418,13 @@ def execute(
         )
     own_locks = locks is None
     held = locks if locks is not None else Locks()
+    signals = _Signals()
+    with signals.installed():
+        return _locked(plan, held, own_locks, lock_timeout, always_verify, signals)
+
+
+def _locked(plan: Plan, held: Locks, own_locks: bool, lock_timeout: float,
+            always_verify: bool, signals: _Signals) -> SyncResult:
     try:
         active = [co.path for co in plan.checkouts if co.state is CheckoutState.ACTIVE]
         if own_locks:
@@ -430,13 +437,13 @@ def execute(
                     "written. Run the sync again to plan afresh:\n  - " + "\n  - ".join(diffs),
                     differences=tuple(diffs), result=refused(plan, "stale"),
                 )
-        return _apply(plan, held)
+        return _apply(plan, held, signals)
     finally:
         if own_locks:
             held.release()
 
 
-def _apply(plan: Plan, locks: Locks) -> SyncResult:
+def _apply(plan: Plan, locks: Locks, signals: _Signals) -> SyncResult:
     applied: set[int] = set()
     unknown: set[int] = set()
     registered = False
@@ -467,55 +474,53 @@ def _apply(plan: Plan, locks: Locks) -> SyncResult:
             ) from None
         registered = True
 
-    signals = _Signals()
-    with signals.installed():
-        for co in plan.checkouts:
-            if co.state is not CheckoutState.ACTIVE:
-                continue
-            order = _write_order(plan, co)
-            if not order:
-                continue
-            writer = _Writer(co, locks.fds[co.path])
-            try:
-                for i in order:
-                    if signals.received is not None:
-                        signum = signals.received
-                        name = signal.Signals(signum).name
-                        raise InterruptedError_(
-                            f"interrupted by {name}: the operation in flight was finished, "
-                            "the rest was not applied — run the sync again to converge",
-                            signum=signum, result=result("interrupted", False),
-                        )
-                    op = plan.operations[i]
-                    try:
-                        if op.action is Action.CREATE:
-                            writer.dir_fd(MEMORY_DIR, create=True)
-                            writer.symlink(op)
-                        elif op.entry == "directory":
-                            writer.rmdir(op)
-                        else:
-                            writer.unlink(op)
-                    except _Drift as exc:
-                        msg = str(exc)
-                        raise StalePlanError(
-                            f"the plan went stale during execution: {msg}; stopped — "
-                            "run the sync again to converge",
-                            differences=(msg,),
-                            result=result("stale", False, {i: msg}),
-                        ) from None
-                    except OSError as exc:
-                        if exc.errno == errno.EIO:
-                            unknown.add(i)
-                        text = f"{exc.strerror or exc} ({errno.errorcode.get(exc.errno or 0, '?')})"
-                        raise ExecutionError(
-                            f"{op.action.value} {op.target} failed: {text}; stopped — "
-                            f"{len(applied)} operation(s) applied, the rest not applied. Fix "
-                            "the cause and run again; the next run converges",
-                            result=result("failed", False, {i: text}), path=op.target,
-                        ) from None
-                    applied.add(i)
-            finally:
-                writer.close()
+    for co in plan.checkouts:
+        if co.state is not CheckoutState.ACTIVE:
+            continue
+        order = _write_order(plan, co)
+        if not order:
+            continue
+        writer = _Writer(co, locks.fds[co.path])
+        try:
+            for i in order:
+                if signals.received is not None:
+                    signum = signals.received
+                    name = signal.Signals(signum).name
+                    raise InterruptedError_(
+                        f"interrupted by {name}: the operation in flight was finished, "
+                        "the rest was not applied — run the sync again to converge",
+                        signum=signum, result=result("interrupted", False),
+                    )
+                op = plan.operations[i]
+                try:
+                    if op.action is Action.CREATE:
+                        writer.dir_fd(MEMORY_DIR, create=True)
+                        writer.symlink(op)
+                    elif op.entry == "directory":
+                        writer.rmdir(op)
+                    else:
+                        writer.unlink(op)
+                except _Drift as exc:
+                    msg = str(exc)
+                    raise StalePlanError(
+                        f"the plan went stale during execution: {msg}; stopped — "
+                        "run the sync again to converge",
+                        differences=(msg,),
+                        result=result("stale", False, {i: msg}),
+                    ) from None
+                except OSError as exc:
+                    if exc.errno == errno.EIO:
+                        unknown.add(i)
+                    text = f"{exc.strerror or exc} ({errno.errorcode.get(exc.errno or 0, '?')})"
+                    raise ExecutionError(
+                        f"{op.action.value} {op.target} failed: {text}; stopped — "
+                        f"{len(applied)} operation(s) applied, the rest not applied. Fix "
+                        "the cause and run again; the next run converges",
+                        result=result("failed", False, {i: text}), path=op.target,
+                    ) from None
+                applied.add(i)
+        finally:
+            writer.close()
     changed = bool(applied) or registered
     return result("applied" if changed else "unchanged", True)
 

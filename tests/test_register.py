@@ -1,0 +1,599 @@
+"""``agent.toml`` registration of an explicit checkout ([K4]): the byte-preserving edit
+and its compare-and-swap on the file."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+import stat
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aikito_mem import register
+from aikito_mem.errors import ConfigError, ExecutionError, StalePlanError
+from aikito_mem.register import add_checkout_path, register_checkout, toml_basic_string
+
+P = "/srv/new"
+
+
+def insertions(old: str, new: str) -> list[str]:
+    """The texts inserted into ``old`` to make ``new``; fails if anything was removed."""
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    inserted = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        assert tag in ("equal", "insert"), (tag, old[i1:i2], new[j1:j2])
+        if tag == "insert":
+            inserted.append(new[j1:j2])
+    return inserted
+
+
+def expect(old: str, new: str, data_change: dict[str, Any]) -> None:
+    """``new`` is ``old`` with insertions only, and parses to old data updated."""
+    insertions(old, new)
+    want = tomllib.loads(old)
+    want.pop("path", None)
+    want.update(data_change)
+    assert tomllib.loads(new) == want
+
+
+# -- paths list ---------------------------------------------------------------------------
+
+
+def test_single_line_list() -> None:
+    old = 'name = "demo"  # the name\npaths = ["~/code/demo", "/srv/demo"]  # where\nmemory = []\n'
+    new = add_checkout_path(old, P)
+    assert new == (
+        'name = "demo"  # the name\n'
+        'paths = ["~/code/demo", "/srv/demo", "/srv/new"]  # where\nmemory = []\n'
+    )
+    assert insertions(old, new) == [', "/srv/new"']
+    expect(old, new, {"paths": ["~/code/demo", "/srv/demo", P]})
+
+
+def test_single_line_list_with_trailing_comma() -> None:
+    old = 'paths = ["/a",]\n'
+    assert add_checkout_path(old, P) == 'paths = ["/a", "/srv/new",]\n'
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("paths = []\n", 'paths = ["/srv/new"]\n'),
+        ("paths = [ ]\n", 'paths = [ "/srv/new" ]\n'),
+        ("paths = [] # none yet\n", 'paths = ["/srv/new"] # none yet\n'),
+        ("paths = [\n]\n", 'paths = [\n    "/srv/new",\n]\n'),
+        ("paths = [ # none\n  # really\n]\n", 'paths = [ # none\n    "/srv/new",\n  # really\n]\n'),
+    ],
+)
+def test_empty_list(old: str, new: str) -> None:
+    assert add_checkout_path(old, P) == new
+    expect(old, new, {"paths": [P]})
+
+
+def test_multi_line_list_with_comments_and_trailing_comma() -> None:
+    old = (
+        "# demo project\n"
+        "paths = [\n"
+        '    "~/code/demo",  # laptop ] not the end\n'
+        '    "/srv/demo", # server, "quoted"\n'
+        "    # (the end of the list)\n"
+        "]  # trailing\n"
+        'memory = ["team/a.md"]\n'
+        "\n"
+        "[skills]\n"
+        'list = ["x"]\n'
+    )
+    new = add_checkout_path(old, P)
+    assert new == old.replace(
+        '"/srv/demo", # server, "quoted"\n',
+        '"/srv/demo", # server, "quoted"\n    "/srv/new",\n',
+    )
+    assert "".join(insertions(old, new)) in ('    "/srv/new",\n', '"/srv/new",\n    ')
+    expect(old, new, {"paths": ["~/code/demo", "/srv/demo", P]})
+
+
+def test_multi_line_list_without_trailing_comma() -> None:
+    old = 'paths = [\n  "~/a",\n  "/srv/b"  # no comma\n]\n'
+    new = add_checkout_path(old, P)
+    assert new == 'paths = [\n  "~/a",\n  "/srv/b",  # no comma\n  "/srv/new"\n]\n'
+    assert insertions(old, new) == [",", '  "/srv/new"\n']
+
+
+def test_multi_line_list_closing_on_the_last_line() -> None:
+    old = 'paths = [\n  "~/a",\n  "/b"]\n'
+    new = add_checkout_path(old, P)
+    assert new == 'paths = [\n  "~/a",\n  "/b", "/srv/new"]\n'
+
+
+def test_multi_line_list_opened_with_elements() -> None:
+    old = 'paths = ["/a", "/b",\n]\n'
+    assert add_checkout_path(old, P) == 'paths = ["/a", "/b",\n    "/srv/new",\n]\n'
+
+
+def test_list_with_tricky_strings_and_crlf() -> None:
+    old = (
+        'x = """a\r\n] # not a comment"""\r\n'
+        "paths = ['''/q]''', \"/r\\\"]\"] # ]\r\n"
+        "d = 1979-05-27 07:32:00Z\r\n"
+        "[t]\r\n"
+        'paths = ["/other"]\r\n'
+    )
+    new = add_checkout_path(old, P)
+    assert insertions(old, new) == [', "/srv/new"']
+    expect(old, new, {"paths": ["/q]", '/r"]', P]})
+
+
+def test_crlf_multi_line_list_keeps_crlf() -> None:
+    old = 'paths = [\r\n  "/a",\r\n]\r\n'
+    assert add_checkout_path(old, P) == 'paths = [\r\n  "/a",\r\n  "/srv/new",\r\n]\r\n'
+
+
+def test_quoted_key() -> None:
+    old = '"paths" = ["/a"]\n'
+    assert add_checkout_path(old, P) == '"paths" = ["/a", "/srv/new"]\n'
+
+
+# -- paths table --------------------------------------------------------------------------
+
+
+def test_inline_table() -> None:
+    old = 'paths = {laptop = "~/code/demo", server = "/srv/demo"}  # c\nmemory = []\n'
+    new = add_checkout_path(old, P)
+    assert new == (
+        'paths = {laptop = "~/code/demo", server = "/srv/demo", path_1 = "/srv/new"}  # c\n'
+        "memory = []\n"
+    )
+    expect(old, new, {"paths": {"laptop": "~/code/demo", "server": "/srv/demo", "path_1": P}})
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("paths = {}\n", 'paths = {path_1 = "/srv/new"}\n'),
+        ("paths = { }\n", 'paths = { path_1 = "/srv/new" }\n'),
+        ('paths = { path_1 = "/a" }\n', 'paths = { path_1 = "/a", path_2 = "/srv/new" }\n'),
+    ],
+)
+def test_inline_table_forms(old: str, new: str) -> None:
+    assert add_checkout_path(old, P) == new
+
+
+def test_paths_section_with_existing_path_1() -> None:
+    old = (
+        'name = "demo"\n'
+        'memory = ["a.md"]\n'
+        "\n"
+        "[paths]\n"
+        "# the laptop\n"
+        'path_1 = "~/code/demo"\n'
+        'path_3 = "/srv/three"  # three\n'
+        "\n"
+        "# skills belong to another engine\n"
+        "[skills]\n"
+        'x = ["y"]\n'
+    )
+    new = add_checkout_path(old, P)
+    assert insertions(old, new) == ['path_2 = "/srv/new"\n']
+    assert new == old.replace("# three\n", '# three\npath_2 = "/srv/new"\n')
+    expect(
+        old, new,
+        {"paths": {"path_1": "~/code/demo", "path_3": "/srv/three", "path_2": P}},
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("[paths]\n", '[paths]\npath_1 = "/srv/new"\n'),
+        ("[paths]", '[paths]\npath_1 = "/srv/new"\n'),
+        ('[ paths ] # c\nlaptop = "/a"', '[ paths ] # c\nlaptop = "/a"\npath_1 = "/srv/new"\n'),
+        (
+            '[paths]\n  laptop = "/a"\n[x]\n',
+            '[paths]\n  laptop = "/a"\n  path_1 = "/srv/new"\n[x]\n',
+        ),
+    ],
+)
+def test_paths_section_forms(old: str, new: str) -> None:
+    assert add_checkout_path(old, P) == new
+
+
+def test_dotted_paths_keys() -> None:
+    old = 'paths.laptop = "/a"\npaths.path_1 = "/b"\nmemory = []\n'
+    new = add_checkout_path(old, P)
+    assert new == (
+        'paths.laptop = "/a"\npaths.path_1 = "/b"\npaths.path_2 = "/srv/new"\nmemory = []\n'
+    )
+
+
+# -- only `path` --------------------------------------------------------------------------
+
+
+def test_path_string() -> None:
+    old = '# cfg\npath = "~/code/demo"  # old single form\nmemory = []\n'
+    new = add_checkout_path(old, P)
+    assert new == '# cfg\npaths = ["~/code/demo", "/srv/new"]  # old single form\nmemory = []\n'
+    assert insertions(old, new) == ["s", "[", ', "/srv/new"]']
+    assert tomllib.loads(new) == {"paths": ["~/code/demo", P], "memory": []}
+
+
+def test_path_literal_string() -> None:
+    old = "path = 'C:\\code'\n"
+    new = add_checkout_path(old, P)
+    assert new == "paths = ['C:\\code', \"/srv/new\"]\n"
+
+
+def test_path_list() -> None:
+    old = 'path = [\n  "/a",  # one\n  "/b",\n]\nmemory = []\n'
+    new = add_checkout_path(old, P)
+    assert new == 'paths = [\n  "/a",  # one\n  "/b",\n  "/srv/new",\n]\nmemory = []\n'
+    assert tomllib.loads(new) == {"paths": ["/a", "/b", P], "memory": []}
+
+
+# -- neither ------------------------------------------------------------------------------
+
+
+def test_neither_with_later_tables() -> None:
+    old = (
+        'name = "demo"\n'
+        'memory = ["a.md"]  # refs\n'
+        "\n"
+        "# skills\n"
+        "[skills]\n"
+        'paths = ["not these"]\n'
+    )
+    new = add_checkout_path(old, P)
+    assert new == old.replace("# refs\n", '# refs\npaths = ["/srv/new"]\n')
+    assert "".join(insertions(old, new)) in ('paths = ["/srv/new"]\n', '\npaths = ["/srv/new"]')
+    assert tomllib.loads(new)["paths"] == [P]
+    assert tomllib.loads(new)["skills"] == {"paths": ["not these"]}
+
+
+def test_neither_without_tables() -> None:
+    old = 'name = "demo"\nmemory = []\n'
+    assert add_checkout_path(old, P) == 'name = "demo"\nmemory = []\npaths = ["/srv/new"]\n'
+
+
+def test_neither_without_trailing_newline() -> None:
+    assert add_checkout_path('memory = []', P) == 'memory = []\npaths = ["/srv/new"]\n'
+
+
+def test_neither_in_empty_file() -> None:
+    assert add_checkout_path("", P) == 'paths = ["/srv/new"]\n'
+    assert add_checkout_path("# only a comment\n", P) == (
+        '# only a comment\npaths = ["/srv/new"]\n'
+    )
+
+
+def test_neither_only_tables() -> None:
+    old = "# header comment\n\n# about skills\n[skills]\nx = 1\n"
+    new = add_checkout_path(old, P)
+    assert new == '# header comment\n\npaths = ["/srv/new"]\n# about skills\n[skills]\nx = 1\n'
+    assert tomllib.loads(new) == {"paths": [P], "skills": {"x": 1}}
+
+
+def test_inline_table_named_paths_elsewhere_is_not_ours() -> None:
+    old = 'x = {paths = ["z"]}\nmemory = []\n[t]\npaths = ["q"]\n'
+    new = add_checkout_path(old, P)
+    assert tomllib.loads(new) == {
+        "x": {"paths": ["z"]}, "memory": [], "paths": [P], "t": {"paths": ["q"]}
+    }
+
+
+# -- escaping -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/home/zoë/代码/démo",
+        '/tmp/with "quotes"',
+        "C:\\Users\\me\\code",
+        "/tmp/new\nline\ttab",
+        "/tmp/\x7f\x01\x85",
+        "/tmp/'single'",
+        "/tmp/emoji 🚀",
+        "/tmp/#not a comment ] }",
+    ],
+)
+def test_special_paths(path: str) -> None:
+    for old in ('paths = ["/a"]\n', "[paths]\na = '/a'\n", 'path = "/a"\n', "memory = []\n",
+                'paths = {a = "/a"}\n', 'paths = [\n  "/a",\n]\n'):
+        new = add_checkout_path(old, path)
+        insertions(old, new)
+        data = tomllib.loads(new)
+        found = data["paths"]
+        assert (found[-1] if isinstance(found, list) else found["path_1"]) == path
+
+
+def test_toml_basic_string() -> None:
+    assert toml_basic_string('a"b\\c\n\x00é') == '"a\\"b\\\\c\\n\\u0000é"'
+    with pytest.raises(ValueError):
+        toml_basic_string("\udcff")
+
+
+def test_unrepresentable_path_is_refused() -> None:
+    with pytest.raises(ConfigError) as info:
+        add_checkout_path("paths = []\n", os.fsdecode(b"/tmp/\xff"))
+    assert info.value.code == "config.register_failed"
+
+
+@pytest.mark.parametrize(
+    "old",
+    ["paths = 5\n", 'path = 5\n', "paths = [\n", "[[paths]]\na = 1\n"],
+)
+def test_unsupported_layouts_are_refused(old: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        add_checkout_path(old, P, filename="/ws/projects/demo/agent.toml")
+    assert info.value.code == "config.register_failed"
+    assert "/ws/projects/demo/agent.toml" in info.value.message
+    assert "by hand" in info.value.message
+
+
+# -- property -----------------------------------------------------------------------------
+
+FORMS = [
+    "",
+    'name = "demo"\n',
+    'paths = ["~/a"]\n',
+    "paths = [\n  '~/a', # c\n]\n",
+    'paths = [\n  "~/a" # c\n]\nmemory = ["x"]\n',
+    'paths = {laptop = "~/a"}\n',
+    '[paths]\npath_1 = "~/a"\n\n[skills]\nx = 1\n',
+    'path = "~/a"\n',
+    'path = ["~/a", "/b"]  # c\n',
+    'memory = ["m"]\n# c\n[skills]\npaths = 1\n',
+    'paths.laptop = "~/a"\n',
+]
+
+paths_strategy = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=40
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(form=st.sampled_from(FORMS), path=paths_strategy)
+def test_reparse_is_old_data_plus_new_path(form: str, path: str) -> None:
+    new = add_checkout_path(form, path)
+    insertions(form, new)
+    old_data = tomllib.loads(form)
+    data = tomllib.loads(new)
+    paths = data.pop("paths")
+    old_paths = old_data.pop("paths", None)
+    if old_paths is None:
+        old_paths = old_data.pop("path", [])
+        if isinstance(old_paths, str):
+            old_paths = [old_paths]
+    assert data == old_data
+    if isinstance(paths, list):
+        assert paths == [*old_paths, path]
+    else:
+        added = {k: v for k, v in paths.items() if k not in old_paths}
+        assert {k: paths[k] for k in old_paths} == old_paths
+        assert added == {"path_1" if "path_1" not in old_paths else "path_2": path}
+
+
+# -- register_checkout: the compare-and-swap ----------------------------------------------
+
+CONFIG = '# demo\nname = "demo"\npaths = ["~/code/demo"]  # laptop\nmemory = []\n'
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def write_config(tmp_path: Path, text: str = CONFIG, mode: int = 0o644) -> Path:
+    config = tmp_path / "agent.toml"
+    config.write_bytes(text.encode())
+    config.chmod(mode)
+    return config
+
+
+def listing(tmp_path: Path) -> list[str]:
+    return sorted(p.name for p in tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o600, 0o640, 0o664, 0o444])
+def test_register_writes_and_keeps_mode(tmp_path: Path, mode: int) -> None:
+    config = write_config(tmp_path, mode=mode)
+    old = config.read_bytes()
+    register_checkout(str(config), "/srv/ü", expected_sha256=sha(old))
+    assert config.read_bytes().decode() == add_checkout_path(CONFIG, "/srv/ü")
+    assert stat.S_IMODE(config.stat().st_mode) == mode
+    assert listing(tmp_path) == ["agent.toml"]
+    assert tomllib.loads(config.read_text())["paths"] == ["~/code/demo", "/srv/ü"]
+
+
+def test_register_accepts_prefixed_uppercase_digest(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    register_checkout(
+        str(config), P, expected_sha256="sha256:" + sha(config.read_bytes()).upper()
+    )
+    assert P in config.read_text()
+
+
+def test_register_with_relative_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = write_config(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    register_checkout("agent.toml", P, expected_sha256=sha(config.read_bytes()))
+    assert P in config.read_text()
+
+
+def test_cas_mismatch_is_stale_and_file_untouched(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    before = config.stat()
+    data = config.read_bytes()
+    with pytest.raises(StalePlanError) as info:
+        register_checkout(str(config), P, expected_sha256=sha(b"other bytes"))
+    assert info.value.differences == (f"agent.toml changed since planning: {config}",)
+    assert str(config) in info.value.message
+    assert info.value.exit_code == 3
+    after = config.stat()
+    assert config.read_bytes() == data
+    assert (after.st_ino, after.st_mtime_ns, after.st_ctime_ns) == (
+        before.st_ino, before.st_mtime_ns, before.st_ctime_ns
+    )
+    assert listing(tmp_path) == ["agent.toml"]
+
+
+def test_missing_file_is_stale(tmp_path: Path) -> None:
+    with pytest.raises(StalePlanError):
+        register_checkout(str(tmp_path / "agent.toml"), P, expected_sha256=sha(b""))
+    assert listing(tmp_path) == []
+
+
+def test_change_between_read_and_rename_is_stale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = write_config(tmp_path)
+    data = config.read_bytes()
+    edited = data + b"# edited meanwhile\n"
+    real = register.add_checkout_path
+
+    def racing(text: str, path: str, **kwargs: Any) -> str:
+        config.write_bytes(edited)
+        return real(text, path, **kwargs)
+
+    monkeypatch.setattr(register, "add_checkout_path", racing)
+    with pytest.raises(StalePlanError):
+        register_checkout(str(config), P, expected_sha256=sha(data))
+    assert config.read_bytes() == edited
+    assert listing(tmp_path) == ["agent.toml"]
+
+
+def test_symlinked_config_is_refused(tmp_path: Path) -> None:
+    real = tmp_path / "real.toml"
+    real.write_text(CONFIG)
+    link = tmp_path / "agent.toml"
+    link.symlink_to(real)
+    with pytest.raises(ConfigError) as info:
+        register_checkout(str(link), P, expected_sha256=sha(CONFIG.encode()))
+    assert info.value.code == "config.register_failed"
+    assert link.is_symlink() and real.read_text() == CONFIG
+    assert listing(tmp_path) == ["agent.toml", "real.toml"]
+
+
+def test_unsupported_layout_leaves_file_untouched(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "paths = 5\n")
+    with pytest.raises(ConfigError) as info:
+        register_checkout(str(config), P, expected_sha256=sha(b"paths = 5\n"))
+    assert str(config) in info.value.message
+    assert config.read_bytes() == b"paths = 5\n"
+    assert listing(tmp_path) == ["agent.toml"]
+
+
+def test_invalid_utf8_is_refused(tmp_path: Path) -> None:
+    config = tmp_path / "agent.toml"
+    config.write_bytes(b"name = '\xff'\n")
+    with pytest.raises(ConfigError):
+        register_checkout(str(config), P, expected_sha256=sha(config.read_bytes()))
+    assert listing(tmp_path) == ["agent.toml"]
+
+
+@pytest.mark.parametrize("failing", ["fsync", "replace", "write", "fchmod"])
+def test_write_failure_removes_temp_and_keeps_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    config = write_config(tmp_path)
+    data = config.read_bytes()
+    inode = config.stat().st_ino
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(register.os, failing, fail)
+    with pytest.raises(ExecutionError) as info:
+        register_checkout(str(config), P, expected_sha256=sha(data))
+    monkeypatch.undo()
+    assert "No space left on device" in info.value.message
+    assert str(config) in info.value.message
+    assert config.read_bytes() == data and config.stat().st_ino == inode
+    assert listing(tmp_path) == ["agent.toml"]
+
+
+def test_temp_file_name_and_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = write_config(tmp_path)
+    seen: list[tuple[str, int]] = []
+    real_open = os.open
+
+    def spy(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        seen.append((str(path), flags))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(register.os, "open", spy)
+    register_checkout(str(config), P, expected_sha256=sha(config.read_bytes()))
+    temps = [(p, f) for p, f in seen if p.endswith(".tmp")]
+    assert len(temps) == 1
+    name, flags = temps[0]
+    assert name.startswith(f".agent.toml.aikito-{os.getpid()}-")
+    for flag in (os.O_CREAT, os.O_EXCL, os.O_NOFOLLOW):
+        assert flags & flag
+    assert listing(tmp_path) == ["agent.toml"]
+
+
+def test_temp_name_collision_is_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = write_config(tmp_path)
+    tokens = iter(["dead", "dead", "beef"])
+    monkeypatch.setattr(register, "_random_token", lambda: next(tokens))
+    (tmp_path / f".agent.toml.aikito-{os.getpid()}-dead.tmp").write_text("someone else's")
+    register_checkout(str(config), P, expected_sha256=sha(config.read_bytes()))
+    assert (tmp_path / f".agent.toml.aikito-{os.getpid()}-dead.tmp").read_text() == (
+        "someone else's"
+    )
+    assert P in config.read_text()
+
+
+_keys = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=8)
+_scalars = st.one_of(
+    st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=10),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.booleans(),
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_keys, inner, max_size=3),
+    max_leaves=8,
+)
+_path_values = st.one_of(
+    st.none(),
+    st.fixed_dictionaries({"paths": st.lists(paths_strategy, max_size=3)}),
+    st.fixed_dictionaries({"paths": st.dictionaries(_keys, paths_strategy, max_size=3)}),
+    st.fixed_dictionaries({"path": paths_strategy | st.lists(paths_strategy, max_size=3)}),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    other=st.dictionaries(_keys.filter(lambda k: k not in ("path", "paths")), _values,
+                          max_size=5),
+    form=_path_values,
+    path=paths_strategy,
+    multiline=st.booleans(),
+)
+def test_any_document_written_by_tomli_w(
+    other: dict[str, Any], form: dict[str, Any] | None, path: str, multiline: bool
+) -> None:
+    import tomli_w
+
+    old = tomli_w.dumps({**(form or {}), **other}, multiline_strings=multiline)
+    # (tomli_w's multi-line strings normalise "\r\n": compare with what the text says.)
+    before = tomllib.loads(old)
+    new = add_checkout_path(old, path)
+    insertions(old, new)
+    data = tomllib.loads(new)
+    assert {k: v for k, v in data.items() if k != "paths"} == {
+        k: v for k, v in before.items() if k not in ("path", "paths")
+    }
+    if "paths" not in before:
+        single = before.get("path", [])
+        assert data["paths"] == [*([single] if isinstance(single, str) else single), path]
+    elif isinstance(before["paths"], list):
+        assert data["paths"] == [*before["paths"], path]
+    else:
+        label = next(f"path_{n}" for n in range(1, 10) if f"path_{n}" not in before["paths"])
+        assert data["paths"] == {**before["paths"], label: path}
