@@ -9,7 +9,8 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,lint]'
+	$(PY) -m pip install -q --config-settings editable_mode=compat -e '.[test,lint]'
+	$(PY) -m compileall -q aikito_mem
 	touch $(STAMP)
 
 test: $(STAMP)

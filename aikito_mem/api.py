@@ -72,6 +72,8 @@ class Project:
         self.config = config
         #: The resolved workspace.
         self.ws = workspace
+        #: The environment ``agent.toml`` was loaded with (``~`` expansion), for re-reads.
+        self._environ: Mapping[str, str] | None = None
 
     @property
     def name(self) -> str:
@@ -94,7 +96,9 @@ class Project:
     ) -> Project:
         """Load project ``name`` of ``workspace`` (``None``: discovery, SPEC §2)."""
         ws = resolve_workspace(workspace, environ=environ)
-        return cls(config=load_project_config(ws.root, name, environ=environ), workspace=ws)
+        project = cls(config=load_project_config(ws.root, name, environ=environ), workspace=ws)
+        project._environ = environ  # re-read agent.toml under the lock alike (sync)
+        return project
 
     @classmethod
     def for_directory(
@@ -211,8 +215,20 @@ class Project:
             locks.acquire(
                 [s.path for s in slots if s.state is CheckoutState.ACTIVE], lock_timeout
             )
-            # Observe after the lock: a concurrent sync that held it has finished.
-            plan = self._plan(slots, Observer(), explicit=explicit, register=reg)
+            # Observe after the lock: a concurrent sync that held it has finished — and
+            # may have changed agent.toml (registered this very path): re-read it, so the
+            # later syncs find nothing left to do instead of a stale plan ([E3]).
+            project = Project(
+                config=load_project_config(self.workspace, self.name,
+                                           environ=self._environ),
+                workspace=self.ws,
+            )
+            observer = Observer()
+            slots, explicit, reg = project._slots(path, observer, register=register)
+            locks.acquire(
+                [s.path for s in slots if s.state is CheckoutState.ACTIVE], lock_timeout
+            )
+            plan = project._plan(slots, Observer(), explicit=explicit, register=reg)
             return execute(plan, locks=locks)
 
     def prepare(self, agent: str, path: str | None = None) -> PreparedProject:

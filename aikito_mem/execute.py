@@ -223,11 +223,17 @@ def _verify_checkout(plan: Plan, co: CheckoutPlan, fd: int) -> list[str]:
     if diffs:
         return diffs
     prefix = f"{co.path}/"
+    # Ancestors recorded as non-directories (an owned link the plan unlinks to make room
+    # for a directory): a target below one is verified through that entry above, never
+    # by following it (which would observe the source behind the link).
+    not_dirs = tuple(f"{rel}/" for rel, rec in co.dirs if rel and rec.kind is not Kind.DIR)
     for op in plan.operations:
         if op.checkout != co.path or op.action not in (Action.CREATE, Action.NOOP,
                                                          Action.UNLINK):
             continue
         rel = op.target[len(prefix):]
+        if not_dirs and rel.startswith(not_dirs):
+            continue
         live = observe.lstat_link(rel, dir_fd=fd)
         if not _same(op.observed, live, identity=True):
             diffs.append(f"target {op.target} is now {_what(live)} "

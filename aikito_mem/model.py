@@ -81,7 +81,7 @@ class Observed:
             return "nothing"
         if self.kind is Kind.LINK:
             return f"a symlink to {self.literal!r}"
-        article = "an" if self.kind.value[0] in "aeiouFS" else "a"
+        article = "an" if self.kind.value[0] in "aeiou" else "a"
         return f"{article} {self.kind.value}"
 
 

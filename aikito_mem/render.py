@@ -145,7 +145,7 @@ def text_report(
     for co in plan.checkouts:
         ops = by_checkout.get(co.path, [])
         body: list[str] = []
-        if co.state is CheckoutState.OFFLINE:
+        if co.state is CheckoutState.OFFLINE and not quiet:
             body.append(style(f"  ~ checkout offline: {co.path}", "cyan"))
         for i, op in ops:
             mark = ""

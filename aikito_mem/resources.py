@@ -199,6 +199,8 @@ def resolve(config: ProjectConfig, workspace: str, observer: Observer) -> Resour
                                   checks=checks))
 
     resources.sort(key=lambda r: (r.rel, r.shadowed))
+    # [P4]: output must not depend on the order of references in agent.toml.
+    findings.sort(key=lambda f: (f.code, f.message))
     return ResourceSet(
         resources=tuple(resources),
         project_memory_exists=pm_exists,

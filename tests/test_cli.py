@@ -1,0 +1,664 @@
+"""The command line (SPEC §9): exact exit codes, the ``aikito.sync/1`` JSON document, the
+configuration-error matrix, usage errors, the text format, colour, project resolution
+from the current directory, and explicit checkouts ([K4]).
+
+In process through ``click.testing.CliRunner`` on real temporary directories, plus a few
+real ``subprocess`` runs of the console script and of ``python -m aikito_mem``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from aikito_mem import __version__
+from aikito_mem.cli import cli
+
+VENV_BIN = Path(sys.executable).parent
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+SUMMARY = re.compile(
+    r"^memory: (\d+) to create, (\d+) to unlink, (\d+) conflicts?, (\d+) unchanged, "
+    r"(\d+) skipped( \(.+\))?$"
+)
+
+# --------------------------------------------------------------------------- helpers
+
+
+@pytest.fixture(autouse=True)
+def _private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("AIKITO_DIR", raising=False)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    return home
+
+
+class Env:
+    """A workspace ``<base>/ws`` with project ``demo`` and checkout ``<base>/co``."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = Path(os.path.realpath(base))
+        self.ws = self.base / "ws"
+        self.co = self.base / "co"
+        (self.ws / "projects").mkdir(parents=True)
+        (self.ws / "memory/team").mkdir(parents=True)
+        (self.ws / "memory/team/a.md").write_text("a\n")
+        (self.ws / "memory/glossary.md").write_text("g\n")
+        self.co.mkdir()
+        self.cfg = self.config(["team/a.md", "glossary.md"], [self.co])
+
+    def config(
+        self, memory: list[str] | None, paths: list[Any] | None, name: str = "demo",
+        extra: str = "",
+    ) -> Path:
+        d = self.ws / "projects" / name
+        d.mkdir(parents=True, exist_ok=True)
+        text = ""
+        if memory is not None:
+            text += f"memory = {json.dumps(memory)}\n"
+        if paths is not None:
+            text += f"paths = {json.dumps([str(p) for p in paths])}\n"
+        path = d / "agent.toml"
+        path.write_text(text + extra)
+        return path
+
+    def raw(self, data: bytes, name: str = "demo") -> Path:
+        path = self.ws / "projects" / name / "agent.toml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        return path
+
+    def mem(self, rel: str = "", co: Path | None = None) -> Path:
+        base = (co or self.co) / ".agents/memory"
+        return base / rel if rel else base
+
+    def run(self, *args: str, color: bool = False, workspace: bool = True) -> Any:
+        argv = ["--workspace", str(self.ws)] if workspace else []
+        return CliRunner().invoke(cli, [*argv, *args], color=color)
+
+    def sync(self, *args: str, **kw: Any) -> Any:
+        return self.run("sync", "project", *args, **kw)
+
+    def json(self, *args: str) -> tuple[int, dict[str, Any]]:
+        result = self.sync(*args, "--json")
+        assert result.exception is None or isinstance(result.exception, SystemExit), \
+            result.exception
+        return result.exit_code, one_json(result.stdout)
+
+
+def one_json(stdout: str) -> dict[str, Any]:
+    """Exactly one JSON document and nothing else on stdout."""
+    doc, end = json.JSONDecoder().raw_decode(stdout)
+    assert stdout[end:].strip() == "", f"more than one document: {stdout[end:]!r}"
+    assert isinstance(doc, dict)
+    return doc
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Env:
+    return Env(tmp_path)
+
+
+# --------------------------------------------------------------------------- JSON schema
+
+TOP = {
+    "schema": str, "project": (str, type(None)), "workspace": (str, type(None)),
+    "dry_run": bool, "outcome": str, "exit_code": int, "summary": dict, "checkouts": list,
+    "operations": list, "findings": list, "segments": dict, "error": (dict, type(None)),
+}
+#: Fields this implementation adds (SPEC §9 allows new fields within aikito.sync/1).
+TOP_EXTRA = {"registered"}
+OP = {"action": str, "rule": str, "checkout": str, "resource": (str, type(None)),
+      "target": str, "source": (str, type(None)), "reason": str, "status": str}
+OP_EXTRA = {"entry", "found", "remedy", "error"}
+CHECKOUT = {"label": str, "path": str, "state": str}
+FINDING = {"code": str, "severity": str, "message": str, "path": (str, type(None))}
+OUTCOMES = {"applied", "unchanged", "planned", "blocked", "stale", "failed", "busy",
+            "config_error", "interrupted"}
+
+
+def check_types(obj: dict[str, Any], spec: dict[str, Any], extra: set[str]) -> None:
+    assert set(spec) <= set(obj), set(spec) - set(obj)
+    assert set(obj) - set(spec) <= extra, set(obj) - set(spec)
+    for key, typ in spec.items():
+        assert isinstance(obj[key], typ), (key, obj[key])
+        if typ is int:
+            assert not isinstance(obj[key], bool)
+
+
+def check_document(doc: dict[str, Any], code: int) -> None:
+    check_types(doc, TOP, TOP_EXTRA)
+    assert doc["schema"] == "aikito.sync/1"
+    assert doc["exit_code"] == code
+    assert doc["outcome"] in OUTCOMES
+    assert set(doc["summary"]) == {"create", "noop", "unlink", "conflict", "skip"}
+    assert all(type(v) is int for v in doc["summary"].values())
+    counts = {k: 0 for k in doc["summary"]}
+    for op in doc["operations"]:
+        check_types(op, OP, OP_EXTRA)
+        assert op["action"] in {"CREATE", "NOOP", "CONFLICT", "UNLINK", "SKIP"}
+        assert op["status"] in {"planned", "applied", "not_applied", "unknown",
+                                "unchanged", "skipped"}
+        counts[op["action"].lower()] += 1
+    assert counts == doc["summary"]
+    for c in doc["checkouts"]:
+        check_types(c, CHECKOUT, {"reason"})
+        assert c["state"] in {"active", "offline", "invalid"}
+    for f in doc["findings"]:
+        check_types(f, FINDING, set())
+    assert set(doc["segments"]) == {"memory"}
+    assert set(doc["segments"]["memory"]) == {"success"}
+    assert type(doc["segments"]["memory"]["success"]) is bool
+    if doc["error"] is not None:
+        assert {"code", "message"} <= set(doc["error"])
+        assert isinstance(doc["error"]["code"], str) and doc["error"]["code"]
+        assert isinstance(doc["error"]["message"], str) and doc["error"]["message"]
+
+
+# --------------------------------------------------------------------------- basics
+
+
+def test_version() -> None:
+    result = CliRunner().invoke(cli, ["--version"])
+    assert result.exit_code == 0
+    assert result.stdout.strip().startswith(f"aikito {__version__}")
+
+
+def test_dry_run_planned(env: Env) -> None:
+    code, doc = env.json("demo", "--dry-run")
+    assert code == 0
+    check_document(doc, 0)
+    assert doc["outcome"] == "planned"
+    assert doc["dry_run"] is True
+    assert doc["project"] == "demo"
+    assert doc["workspace"] == str(env.ws)
+    assert doc["summary"] == {"create": 2, "noop": 0, "unlink": 0, "conflict": 0, "skip": 0}
+    assert doc["checkouts"] == [{"label": "1", "path": str(env.co), "state": "active"}]
+    assert {op["status"] for op in doc["operations"]} == {"planned"}
+    assert doc["segments"] == {"memory": {"success": True}}
+    assert doc["error"] is None
+    assert not env.mem().exists()
+
+
+def test_json_operation_fields(env: Env) -> None:
+    _, doc = env.json("demo", "--dry-run")
+    op = next(o for o in doc["operations"] if o["resource"] == "glossary.md")
+    assert {k: op[k] for k in OP} == {
+        "action": "CREATE", "rule": "INV-MEM-01", "checkout": str(env.co),
+        "resource": "glossary.md", "target": str(env.mem("glossary.md")),
+        "source": f"{env.ws}/memory/glossary.md", "reason": "target missing",
+        "status": "planned",
+    }
+
+
+def test_check_exit_codes(env: Env) -> None:
+    code, doc = env.json("demo", "--check")
+    assert (code, doc["outcome"], doc["dry_run"]) == (7, "planned", True)
+    check_document(doc, 7)
+    assert not env.mem().exists()
+    assert env.sync("demo").exit_code == 0
+    code, doc = env.json("demo", "--check")
+    assert (code, doc["outcome"]) == (0, "planned")
+    check_document(doc, 0)
+    assert env.sync("demo", "--check").exit_code == 0
+
+
+def test_real_sync_applied_then_unchanged(env: Env) -> None:
+    code, doc = env.json("demo")
+    assert (code, doc["outcome"], doc["dry_run"]) == (0, "applied", False)
+    check_document(doc, 0)
+    assert {op["status"] for op in doc["operations"]} == {"applied"}
+    assert os.readlink(env.mem("team/a.md")) == f"{env.ws}/memory/team/a.md"
+    code, doc = env.json("demo")
+    assert (code, doc["outcome"]) == (0, "unchanged")
+    check_document(doc, 0)
+    assert {(op["action"], op["status"]) for op in doc["operations"]} == {("NOOP", "unchanged")}
+    assert doc["segments"] == {"memory": {"success": True}}
+
+
+def test_skip_status_in_real_run(env: Env) -> None:
+    env.config(["glossary.md"], [env.co, env.base / "offline"])
+    code, doc = env.json("demo")
+    assert code == 0
+    statuses = {(op["action"], op["status"]) for op in doc["operations"]}
+    assert statuses == {("CREATE", "applied"), ("SKIP", "skipped")}
+    assert [c["state"] for c in doc["checkouts"]] == ["active", "offline"]
+
+
+def _add_conflict(env: Env) -> None:
+    env.mem().mkdir(parents=True)
+    env.mem("glossary.md").write_text("mine\n")
+
+
+def test_conflict_blocks_dry_run(env: Env) -> None:
+    _add_conflict(env)
+    code, doc = env.json("demo", "--dry-run")
+    assert (code, doc["outcome"]) == (1, "blocked")
+    check_document(doc, 1)
+    assert {op["status"] for op in doc["operations"]} == {"planned"}
+    assert doc["summary"]["conflict"] == 1
+    assert doc["segments"]["memory"]["success"] is False
+    assert doc["error"] is not None
+    assert not env.mem("team").exists()
+    code, doc = env.json("demo", "--check")
+    assert (code, doc["outcome"]) == (1, "blocked")
+
+
+def test_conflict_blocks_real_run(env: Env) -> None:
+    _add_conflict(env)
+    code, doc = env.json("demo")
+    assert (code, doc["outcome"], doc["dry_run"]) == (1, "blocked", False)
+    check_document(doc, 1)
+    assert {op["status"] for op in doc["operations"]} == {"not_applied"}
+    assert not env.mem("team").exists()
+    assert env.mem("glossary.md").read_text() == "mine\n"
+    text = env.sync("demo")
+    assert text.exit_code == 1
+    assert "conflict" in text.stderr and "Traceback" not in text.output
+
+
+# --------------------------------------------------------------------------- config errors
+
+
+def _refs(*memory: str) -> bytes:
+    return ("memory = " + json.dumps(list(memory)) + "\n").encode()
+
+
+CONFIG_CASES: list[tuple[str, bytes, str, str]] = [
+    # [C3]
+    ("empty", _refs(""), "config.reference_invalid", "memory[0]"),
+    ("absolute", _refs("ok.md", "/etc/x"), "config.reference_invalid", "'/etc/x'"),
+    ("empty component", _refs("a//b"), "config.reference_invalid", "'a//b'"),
+    ("dot", _refs("a/./b"), "config.reference_invalid", "'a/./b'"),
+    ("leading dot", _refs("./a"), "config.reference_invalid", "'./a'"),
+    ("dotdot", _refs("a/../b"), "config.reference_invalid", "'a/../b'"),
+    ("bare dotdot", _refs(".."), "config.reference_invalid", "'..'"),
+    ("trailing slash", _refs("a/"), "config.reference_invalid", "'a/'"),
+    ("backslash", _refs("a\\b"), "config.reference_invalid", "memory[0]"),
+    ("C0", _refs("a\x01b"), "config.reference_invalid", "U+0001"),
+    ("tab", _refs("a\tb"), "config.reference_invalid", "U+0009"),
+    ("DEL", _refs("a\x7fb"), "config.reference_invalid", "U+007F"),
+    ("C1", _refs("a\x85b"), "config.reference_invalid", "U+0085"),
+    ("ZWJ", _refs("a\u200db"), "config.reference_invalid", "U+200D"),
+    ("BOM char", _refs("\ufeffa"), "config.reference_invalid", "U+FEFF"),
+    ("bidi", _refs("a\u202eb"), "config.reference_invalid", "U+202E"),
+    ("leading space", _refs(" a"), "config.reference_invalid", "' a'"),
+    ("trailing space", _refs("team/a "), "config.reference_invalid", "'team/a '"),
+    ("inner space", _refs("x/ b"), "config.reference_invalid", "'x/ b'"),
+    ("long component", _refs("é" * 128), "config.reference_invalid", "memory[0]"),
+    # [C4]
+    ("duplicate", _refs("a", "b", "a"), "config.reference_duplicate", "'a'"),
+    ("NFC", _refs("caf\u00e9", "cafe\u0301"), "config.reference_duplicate", "memory[1]"),
+    ("casefold", _refs("Team.md", "team.md"), "config.reference_duplicate", "'Team.md'"),
+    ("prefix", _refs("a", "a/b"), "config.reference_prefix", "'a/b'"),
+    ("prefix reversed", _refs("x/y/z", "x"), "config.reference_prefix", "'x/y/z'"),
+    # [C2]
+    ("memory string", b'memory = "x.md"\n', "config.memory_type", "'memory'"),
+    ("memory table", b"[memory]\na = 1\n", "config.memory_type", "'memory'"),
+    ("memory number", b"memory = 3\n", "config.memory_type", "'memory'"),
+    ("memory nested", b'memory = [["a"]]\n', "config.memory_type", "memory[0]"),
+    ("memory element", b'memory = ["a", 1]\n', "config.memory_type", "memory[1]"),
+    # [C5]
+    ("paths number", b"paths = 3\n", "config.paths_type", "'paths'"),
+    ("paths string", b'paths = "/x"\n', "config.paths_type", "'paths'"),
+    ("paths element", b"paths = [1]\n", "config.paths_type", "paths[0]"),
+    ("paths nested", b'paths = [["/x"]]\n', "config.paths_type", "paths[0]"),
+    ("paths table value", b"[paths]\na = 1\n", "config.paths_type", "paths.a"),
+    ("path number", b"path = 3\n", "config.paths_type", "'path'"),
+    ("path table", b'[path]\na = "/x"\n', "config.paths_type", "'path'"),
+    ("path element", b"path = [1]\n", "config.paths_type", "path[0]"),
+    # [C1]
+    ("syntax", b"memory = [\n", "config.toml_syntax", ":2:"),
+    ("BOM", b"\xef\xbb\xbfmemory = []\n", "config.toml_encoding", "BOM"),
+    ("invalid UTF-8", b'memory = ["\xff"]\n', "config.toml_encoding", "agent.toml"),
+]
+
+
+@pytest.mark.parametrize(
+    ("data", "code", "culprit"),
+    [pytest.param(d, c, k, id=i) for i, d, c, k in CONFIG_CASES],
+)
+def test_config_error_matrix(env: Env, data: bytes, code: str, culprit: str) -> None:
+    cfg = env.raw(data)
+    for args in ((), ("--dry-run",), ("--check",)):
+        result = env.sync("demo", *args, "--json")
+        assert result.exit_code == 4, (args, result.output)
+        doc = one_json(result.stdout)
+        check_document(doc, 4)
+        assert doc["outcome"] == "config_error"
+        assert doc["error"]["code"] == code, doc["error"]
+        assert culprit in doc["error"]["message"]
+        assert doc["operations"] == []
+        assert doc["segments"] == {"memory": {"success": False}}
+    text = env.sync("demo")
+    assert text.exit_code == 4
+    assert str(cfg) in text.stderr
+    assert culprit in text.stderr
+    assert "Traceback" not in text.output
+    assert text.stdout == ""
+    assert not env.mem().exists()
+
+
+@pytest.mark.parametrize(
+    ("setup", "code"),
+    [
+        ("missing project", "config.project_not_found"),
+        ("project dir without agent.toml", "config.project_not_found"),
+        ("missing workspace", "config.workspace_missing"),
+        ("workspace without projects", "config.workspace_no_projects"),
+    ],
+)
+def test_missing_things_are_config_errors(env: Env, setup: str, code: str) -> None:
+    name, culprit = "demo", ""
+    ws_arg = str(env.ws)
+    if setup == "missing project":
+        name, culprit = "nope", str(env.ws / "projects/nope")
+    elif setup == "project dir without agent.toml":
+        (env.ws / "projects/bare").mkdir()
+        name, culprit = "bare", str(env.ws / "projects/bare/agent.toml")
+    elif setup == "missing workspace":
+        ws_arg = culprit = str(env.base / "no-such-ws")
+    else:
+        ws_arg = culprit = str(env.base / "not-a-ws")
+        os.mkdir(ws_arg)
+    for extra in (["--json"], ["--json", "--dry-run"]):
+        result = CliRunner().invoke(cli, ["--workspace", ws_arg, "sync", "project", name,
+                                          *extra])
+        assert result.exit_code == 4, result.output
+        doc = one_json(result.stdout)
+        check_document(doc, 4)
+        assert doc["outcome"] == "config_error"
+        assert doc["error"]["code"] == code
+    text = CliRunner().invoke(cli, ["--workspace", ws_arg, "sync", "project", name])
+    assert text.exit_code == 4
+    assert culprit in text.stderr
+    assert "Traceback" not in text.output
+    assert not env.mem().exists()
+
+
+# --------------------------------------------------------------------------- usage errors
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["sync", "project", "demo", "--bogus"],
+        ["sync", "project", "demo", "--out", "plan.toml"],
+        ["sync", "project", "demo", "-v", "-q"],
+        ["sync", "project", "demo", "--lock-timeout", "-1"],
+        ["sync", "project", "demo", "--lock-timeout", "soon"],
+        ["sync", "project", "demo", "/x", "extra"],
+        ["sync", "nothing"],
+        ["frobnicate"],
+    ],
+)
+def test_usage_errors_exit_2_without_json(env: Env, args: list[str]) -> None:
+    result = env.run(*args, "--json") if args[0] == "sync" and len(args) > 2 else \
+        env.run(*args)
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr.strip()
+    assert "Traceback" not in result.stderr
+    assert not env.mem().exists()
+
+
+# --------------------------------------------------------------------------- text output
+
+
+def _world(env: Env) -> Path:
+    """create (team/a.md), noop (glossary.md), stale unlink, offline checkout."""
+    offline = env.base / "offline"
+    env.config(["team/a.md", "glossary.md"], [env.co, offline])
+    env.mem().mkdir(parents=True)
+    env.mem("glossary.md").symlink_to(f"{env.ws}/memory/glossary.md")
+    env.mem("old.md").symlink_to(f"{env.ws}/memory/old.md")
+    return offline
+
+
+def test_text_format(env: Env) -> None:
+    offline = _world(env)
+    result = env.sync("demo", "--dry-run")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert f"  + {env.mem('team/a.md')} -> {env.ws}/memory/team/a.md" in lines
+    assert f"  - {env.mem('old.md')}" in lines
+    assert f"  ~ checkout offline: {offline}" in lines
+    assert not any(str(env.mem("glossary.md")) in line for line in lines)  # NOOP hidden
+    headers = [line for line in lines if line.startswith("checkout ")]
+    assert headers == [f"checkout 1: {env.co}", f"checkout 2: {offline}"]
+    summaries = [line for line in lines if line.startswith("memory: ")]
+    assert summaries == [
+        "memory: 1 to create, 1 to unlink, 0 conflicts, 1 unchanged, 2 skipped "
+        "(1 checkout offline)"
+    ]
+    assert SUMMARY.match(summaries[0])
+    assert result.stderr == ""
+
+
+def test_text_verbose_lists_noops(env: Env) -> None:
+    _world(env)
+    lines = env.sync("demo", "--dry-run", "-v").stdout.splitlines()
+    noop = [line for line in lines if str(env.mem("glossary.md")) in line]
+    assert len(noop) == 1
+    assert f"{env.mem('glossary.md')} -> {env.ws}/memory/glossary.md" in noop[0]
+    assert not noop[0].lstrip().startswith(("+", "-", "!"))
+
+
+def test_text_conflict_line(env: Env) -> None:
+    _add_conflict(env)
+    result = env.sync("demo", "--dry-run")
+    assert result.exit_code == 1
+    target = str(env.mem("glossary.md"))
+    _, doc = env.json("demo", "--dry-run")
+    (op,) = [o for o in doc["operations"] if o["action"] == "CONFLICT"]
+    assert op["target"] == target
+    assert "regular file" in op["reason"]
+    assert target in op["remedy"]  # the remedy names the path
+    bangs = [x for x in result.stdout.splitlines() if x.lstrip().startswith("!")]
+    assert bangs == [f"  ! {target}: {op['reason']} ({op['remedy']})"]
+    summary = result.stdout.splitlines()[-1]
+    assert summary == "memory: 1 to create, 0 to unlink, 1 conflict, 0 unchanged, 0 skipped"
+    assert "1 conflict blocks the plan" in result.stderr
+
+
+def test_quiet_prints_only_conflicts_and_summary(env: Env) -> None:
+    _world(env)
+    result = env.sync("demo", "--dry-run", "-q")
+    assert result.exit_code == 0
+    assert result.stdout.splitlines() == [
+        "memory: 1 to create, 1 to unlink, 0 conflicts, 1 unchanged, 2 skipped "
+        "(1 checkout offline)"
+    ]
+
+
+@pytest.mark.parametrize("how", ["NO_COLOR", "--no-color", "not a tty"])
+def test_no_colour(env: Env, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    _world(env)
+    _add_conflict_elsewhere(env)
+    args = ["demo", "--dry-run"]
+    if how == "NO_COLOR":
+        monkeypatch.setenv("NO_COLOR", "1")
+        args.append("--color")  # NO_COLOR wins even over --color
+    elif how == "--no-color":
+        args.append("--no-color")
+    # color=True: the runner keeps escape codes, so their absence is the program's doing.
+    result = env.sync(*args, color=True)
+    assert result.exit_code == 1
+    assert not ANSI.search(result.output), result.output
+
+
+def test_forced_colour_is_visible_to_these_tests(env: Env) -> None:
+    _world(env)
+    result = env.sync("demo", "--dry-run", "--color", color=True)
+    assert ANSI.search(result.stdout)
+
+
+def _add_conflict_elsewhere(env: Env) -> None:
+    (env.ws / "memory/team/a.md").unlink()  # missing source: a conflict, stderr message
+
+
+def test_no_colour_in_a_real_process_writing_to_a_pipe(env: Env) -> None:
+    _world(env)
+    proc = subprocess.run(
+        [str(VENV_BIN / "aikito"), "--workspace", str(env.ws), "sync", "project", "demo",
+         "--dry-run", "-v"],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "TERM": "xterm"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b[" not in proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[-1] == "dry run: nothing was written"
+    assert SUMMARY.match(lines[-2])
+    assert f"  = {env.mem('glossary.md')} -> {env.ws}/memory/glossary.md" in lines  # -v
+
+
+# --------------------------------------------------------------------------- real processes
+
+
+def test_console_script_version() -> None:
+    proc = subprocess.run([str(VENV_BIN / "aikito"), "--version"], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0
+    assert proc.stdout.startswith(f"aikito {__version__}")
+
+
+def test_python_m_real_sync_then_check(env: Env) -> None:
+    base = [sys.executable, "-m", "aikito_mem", "--workspace", str(env.ws), "sync",
+            "project", "demo", "--json"]
+    first = subprocess.run(base, capture_output=True, text=True, timeout=60)
+    assert first.returncode == 0, first.stderr
+    assert one_json(first.stdout)["outcome"] == "applied"
+    assert os.readlink(env.mem("glossary.md")) == f"{env.ws}/memory/glossary.md"
+    check = subprocess.run([*base, "--check"], capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0
+    assert one_json(check.stdout)["outcome"] == "planned"
+    bad = subprocess.run([sys.executable, "-m", "aikito_mem", "--workspace",
+                          str(env.base / "nowhere"), "sync", "project", "demo"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 4
+    assert str(env.base / "nowhere") in bad.stderr
+    assert "Traceback" not in bad.stderr
+    usage = subprocess.run([*base, "--bogus"], capture_output=True, text=True, timeout=60)
+    assert usage.returncode == 2 and usage.stdout == ""
+
+
+# --------------------------------------------------------------------------- NAME from cwd
+
+
+@pytest.mark.parametrize("name", [None, "."])
+def test_name_resolved_from_cwd(
+    env: Env, monkeypatch: pytest.MonkeyPatch, name: str | None
+) -> None:
+    other = env.base / "other-co"
+    other.mkdir()
+    env.config(["glossary.md"], [other], name="other")
+    (env.co / "src/deep").mkdir(parents=True)
+    monkeypatch.chdir(env.co / "src/deep")
+    args = [] if name is None else [name]
+    code, doc = env.json(*args, "--dry-run")
+    assert code == 0, doc
+    assert doc["project"] == "demo"
+    assert [c["path"] for c in doc["checkouts"]] == [str(env.co)]
+
+
+def test_name_from_cwd_outside_any_checkout(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(env.base)
+    code, doc = env.json("--dry-run")
+    assert code == 4
+    assert doc["outcome"] == "config_error"
+    assert doc["error"]["code"] == "config.project_not_found"
+    text = env.sync(".", "--dry-run")
+    assert text.exit_code == 4
+    assert str(env.base) in text.stderr
+
+
+def test_name_from_cwd_ambiguous_lists_projects(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env.config(["glossary.md"], [env.co], name="twin")
+    monkeypatch.chdir(env.co)
+    code, doc = env.json("--dry-run")
+    assert code == 4
+    assert doc["error"]["code"] == "config.project_ambiguous"
+    assert "demo" in doc["error"]["message"] and "twin" in doc["error"]["message"]
+    text = env.sync("--dry-run")
+    assert text.exit_code == 4
+    assert "demo" in text.stderr and "twin" in text.stderr
+    assert not env.mem().exists()
+
+
+# --------------------------------------------------------------------------- explicit PATH
+
+
+def test_explicit_path_plans_only_that_checkout(env: Env) -> None:
+    second = env.base / "second"
+    second.mkdir()
+    env.config(["glossary.md"], [env.co, second])
+    code, doc = env.json("demo", str(second), "--dry-run")
+    assert code == 0
+    assert [c["path"] for c in doc["checkouts"]] == [str(second)]
+    assert {op["checkout"] for op in doc["operations"]} == {str(second)}
+    code, doc = env.json("demo", str(second))
+    assert (code, doc["outcome"]) == (0, "applied")
+    assert env.mem("glossary.md", second).is_symlink()
+    assert not env.mem().exists()  # the other registered checkout is not touched
+
+
+def test_explicit_unregistered_path_no_register(env: Env) -> None:
+    new = env.base / "new"
+    new.mkdir()
+    before = env.cfg.read_bytes()
+    code, doc = env.json("demo", str(new), "--no-register")
+    assert (code, doc["outcome"]) == (0, "applied")
+    assert env.cfg.read_bytes() == before
+    assert env.mem("glossary.md", new).is_symlink()
+    assert not env.mem().exists()
+
+
+def test_explicit_unregistered_path_registers(env: Env) -> None:
+    new = env.base / "new"
+    new.mkdir()
+    before = env.cfg.read_bytes()
+    code, _ = env.json("demo", str(new), "--dry-run")
+    assert code == 0
+    assert env.cfg.read_bytes() == before  # a dry run never registers
+    code, doc = env.json("demo", str(new))
+    assert code == 0, doc
+    after = env.cfg.read_bytes()
+    assert after.startswith(before.rstrip(b"\n")[: before.index(b"paths")])
+    assert str(new).encode() in after
+    import tomllib
+
+    assert tomllib.loads(after.decode())["paths"] == [str(env.co), str(new)]
+
+
+@pytest.mark.parametrize("kind", ["missing", "file"])
+def test_explicit_path_must_be_an_existing_directory(env: Env, kind: str) -> None:
+    target = env.base / "nope"
+    if kind == "file":
+        target.write_text("x")
+    before = env.cfg.read_bytes()
+    digest = hashlib.sha256(before).hexdigest()
+    for args in ((), ("--dry-run",), ("--no-register",)):
+        code, doc = env.json("demo", str(target), *args)
+        assert code == 4
+        assert doc["outcome"] == "config_error"
+        assert str(target) in doc["error"]["message"]
+    text = env.sync("demo", str(target))
+    assert text.exit_code == 4 and str(target) in text.stderr
+    assert (kind == "file") == target.exists()
+    if kind == "missing":
+        assert not os.path.lexists(target)
+    assert hashlib.sha256(env.cfg.read_bytes()).hexdigest() == digest
+    assert not env.mem().exists()
