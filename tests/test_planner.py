@@ -1,0 +1,620 @@
+"""The pure planner, by table: [P1] per-target rules, [P2] stale entries and pruning,
+[O4] checkout-level conflicts, [P3] blocking, [P4] order — and a proof that planning does
+no I/O at all (an audit hook records every event while the planner runs).
+
+Every input here is built by hand: no filesystem is involved.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import sys
+from typing import Any
+
+import pytest
+from hypothesis import given
+
+from aikito_mem import planner
+from aikito_mem.execute import _write_order
+from aikito_mem.model import (
+    ABSENT,
+    Action,
+    Candidate,
+    CheckoutState,
+    CheckoutView,
+    Finding,
+    Kind,
+    Observed,
+    Operation,
+    Plan,
+    ProjectConfig,
+    Resource,
+    ResourceSet,
+)
+from aikito_mem.planner import build_plan
+from tests.strategies import World, worlds
+
+WS = "/ws"
+P = "demo"
+CO = "/co/a"
+BASE = f"{CO}/.agents/memory"
+CFG = f"{WS}/projects/{P}/agent.toml"
+CURRENT_NOTES = f"{WS}/projects/{P}/memory/notes"
+LEGACY_NOTES = f"{WS}/memory/{P}/notes"
+
+DIR = Observed(Kind.DIR, None, 1, 2)
+
+
+def link(literal: str) -> Observed:
+    return Observed(Kind.LINK, literal, 1, 99)
+
+
+def ref(name: str, **kw: Any) -> Resource:
+    return Resource(name, name, f"{WS}/memory/{name}", **kw)
+
+
+def notes(location: str = "current", **kw: Any) -> Resource:
+    src = CURRENT_NOTES if location == "current" else LEGACY_NOTES
+    return Resource("notes", "notes", src, is_notes=True, **kw)
+
+
+def resource_set(*resources: Resource, location: str | None = None,
+                 findings: tuple[Finding, ...] = ()) -> ResourceSet:
+    has_notes = any(r.is_notes for r in resources)
+    loc = location if location is not None else ("current" if has_notes else None)
+    src = None
+    if has_notes:
+        src = CURRENT_NOTES if loc == "current" else LEGACY_NOTES
+    return ResourceSet(
+        tuple(sorted(resources, key=lambda r: (r.rel, r.shadowed))),
+        project_memory_exists=loc == "current",
+        notes_source=src,
+        notes_location=loc,
+        notes_history=(CURRENT_NOTES, LEGACY_NOTES),
+        findings=findings,
+    )
+
+
+def view(entries: dict[str, Observed] | None = None, *, path: str = CO, label: str = "1",
+         state: CheckoutState = CheckoutState.ACTIVE, agents: Observed = DIR,
+         memory: Observed = DIR, root: Observed = DIR, reason: str | None = None,
+         ) -> CheckoutView:
+    if state is CheckoutState.OFFLINE:
+        return CheckoutView(label, path, state, reason or "path does not exist")
+    return CheckoutView(label, path, state, reason, root, agents, memory,
+                        tuple(sorted((entries or {}).items())))
+
+
+def config(memory: tuple[str, ...] = (), paths: tuple[str, ...] = (CO,)) -> ProjectConfig:
+    cands = tuple(Candidate(str(i + 1), p, p, True) for i, p in enumerate(paths))
+    return ProjectConfig(P, f"{WS}/projects/{P}", CFG, memory, cands, (), "0" * 64)
+
+
+def plan_of(resources: ResourceSet, *views: CheckoutView) -> Plan:
+    memory = tuple(r.name for r in resources.resources if not r.is_notes)
+    return build_plan(
+        config=config(memory, tuple(v.path for v in views)),
+        workspace=WS,
+        workspace_source="option",
+        resources=resources,
+        checkouts=views,
+    )
+
+
+def ops_at(plan: Plan, rel: str) -> list[Operation]:
+    return [op for op in plan.operations if op.target == f"{BASE}/{rel}"]
+
+
+def brief(plan: Plan) -> list[tuple[str, str, str, str]]:
+    """(action, rule, target relative to the checkout, entry) of every operation."""
+    return [(op.action.value, op.rule, op.target.removeprefix(f"{op.checkout}/"), op.entry)
+            for op in plan.operations]
+
+
+# =========================================================================== [P1]
+
+SRC = f"{WS}/memory/glossary"
+
+CONFLICT_STATES = {
+    "symlink to another resource": (link(f"{WS}/memory/other"),
+                                    f"a symlink to '{WS}/memory/other'"),
+    "symlink outside the workspace": (link("/etc/passwd"), "a symlink to '/etc/passwd'"),
+    "dangling symlink": (link("no-such-thing"), "a symlink to 'no-such-thing'"),
+    "symlink with trailing slash": (link(SRC + "/"), f"a symlink to '{SRC}/'"),
+    "absolute literal not normalised": (link(f"{WS}/memory/./glossary"),
+                                        f"a symlink to '{WS}/memory/./glossary'"),
+    "relative literal to another resource": (link("../../../../ws/memory/other"),
+                                             "a symlink to '../../../../ws/memory/other'"),
+    "relative literal one level short": (link("../../../ws/memory/glossary"),
+                                         "a symlink to '../../../ws/memory/glossary'"),
+    "regular file": (Observed(Kind.FILE), "a regular file"),
+    "empty directory": (Observed(Kind.DIR), "a directory"),
+    "FIFO": (Observed(Kind.FIFO), "a FIFO"),
+    "socket": (Observed(Kind.SOCKET), "a socket"),
+    "character device": (Observed(Kind.CHAR), "a character device"),
+    "block device": (Observed(Kind.BLOCK), "a block device"),
+}
+
+
+def test_p1_missing_target_is_created() -> None:
+    plan = plan_of(resource_set(ref("glossary")), view())
+    [op] = plan.operations
+    assert (op.action, op.rule) == (Action.CREATE, "INV-MEM-01")
+    assert op.target == f"{BASE}/glossary"
+    assert op.source == SRC
+    assert op.resource == "glossary"
+    assert op.reason == "target missing"
+    assert op.observed == ABSENT
+    assert not plan.blocked
+
+
+@pytest.mark.parametrize("literal", [
+    SRC,                                    # absolute, byte for byte
+    "../../../../ws/memory/glossary",       # relative, joined to .agents/memory
+    "./../../../../ws/memory/glossary",     # relative, normalised lexically
+    "../../../../ws//memory/x/../glossary",  # relative, normalised lexically
+], ids=["absolute", "relative", "relative-dot", "relative-unnormalised"])
+def test_p1_owned_link_is_noop(literal: str) -> None:
+    plan = plan_of(resource_set(ref("glossary")), view({"glossary": link(literal)}))
+    [op] = plan.operations
+    assert (op.action, op.rule) == (Action.NOOP, "INV-MEM-10")
+    assert op.reason == "already linked"
+    assert op.observed.literal == literal
+    assert plan.changes == ()
+
+
+def test_p1_owned_nested_relative_link_is_noop() -> None:
+    res = ref("team/a.md")
+    plan = plan_of(resource_set(res), view({
+        "team": DIR, "team/a.md": link("../../../../../ws/memory/team/a.md")}))
+    [op] = plan.operations
+    assert op.action is Action.NOOP
+
+
+@pytest.mark.parametrize("state", sorted(CONFLICT_STATES))
+def test_p1_anything_else_at_target_is_conflict(state: str) -> None:
+    obs, found = CONFLICT_STATES[state]
+    plan = plan_of(resource_set(ref("glossary")), view({"glossary": obs}))
+    [op] = plan.operations
+    assert (op.action, op.rule) == (Action.CONFLICT, "INV-MEM-07")
+    assert op.target == f"{BASE}/glossary"
+    assert op.reason == f"found {found}; expected a symlink to '{SRC}'"
+    assert op.remedy and f"{BASE}/glossary" in op.remedy
+    assert op.observed == obs
+    assert plan.blocked
+
+
+def test_p1_non_empty_directory_is_conflict_and_its_content_preserved() -> None:
+    plan = plan_of(resource_set(ref("glossary")),
+                   view({"glossary": DIR, "glossary/mine.md": Observed(Kind.FILE)}))
+    assert brief(plan) == [("CONFLICT", "INV-MEM-07", ".agents/memory/glossary", "link")]
+    assert plan.operations[0].reason == f"found a directory; expected a symlink to '{SRC}'"
+    # The user's file inside is preserved and named, never unlinked.
+    assert [f.path for f in plan.findings] == [f"{BASE}/glossary/mine.md"]
+    assert all(op.action is not Action.UNLINK for op in plan.operations)
+
+
+def test_p1_unsafe_source_is_conflict_inv_mem_02() -> None:
+    problem = f"source {SRC} goes through the symlink {SRC} -> '/etc', which leaves {WS}/memory"
+    plan = plan_of(resource_set(ref("glossary", problem=problem)), view({"glossary": link(SRC)}))
+    [op] = plan.operations
+    assert (op.action, op.rule) == (Action.CONFLICT, "INV-MEM-02")
+    assert op.reason == problem
+    assert op.remedy is not None and "glossary" in op.remedy
+    assert plan.blocked
+
+
+def test_p1_missing_source_is_conflict_inv_mem_07() -> None:
+    problem = "source does not exist"
+    plan = plan_of(resource_set(ref("glossary", problem=problem, missing=True)), view())
+    [op] = plan.operations
+    assert (op.action, op.rule) == (Action.CONFLICT, "INV-MEM-07")
+    assert op.reason == problem
+    assert op.remedy is not None and f"create {SRC}" in op.remedy
+    assert plan.blocked
+
+
+def test_p1_unsafe_notes_is_conflict_with_directory_remedy() -> None:
+    res = notes(problem=f"source {CURRENT_NOTES} is a regular file; expected a directory")
+    plan = plan_of(resource_set(res), view())
+    [op] = plan.operations
+    assert (op.action, op.rule, op.target) == (Action.CONFLICT, "INV-MEM-02", f"{BASE}/notes")
+    assert "real directory" in (op.remedy or "")
+
+
+def test_p1_offline_checkout_is_skip_and_observes_nothing() -> None:
+    plan = plan_of(resource_set(ref("glossary"), ref("team/a.md"), notes()),
+                   view(path="/co/gone", state=CheckoutState.OFFLINE))
+    assert [(op.action, op.rule) for op in plan.operations] == [(Action.SKIP, "INV-MEM-08")] * 3
+    assert all(op.reason == "checkout offline: path does not exist" for op in plan.operations)
+    assert {op.resource for op in plan.operations} == {"glossary", "team/a.md", "notes"}
+    assert plan.checkouts[0].state is CheckoutState.OFFLINE
+    assert not plan.blocked and not plan.has_changes
+
+
+def test_p1_offline_does_not_block_active() -> None:
+    plan = plan_of(resource_set(ref("glossary")),
+                   view(path="/co/gone", label="1", state=CheckoutState.OFFLINE),
+                   view(label="2"))
+    assert [op.action for op in plan.operations] == [Action.SKIP, Action.CREATE]
+    assert not plan.blocked
+
+
+def test_p1_shadowed_reference_is_skip_with_reason() -> None:
+    plan = plan_of(resource_set(notes(), ref("notes", shadowed=True)), view())
+    acts = sorted((op.action.value, op.resource or "", op.reason) for op in plan.operations)
+    assert acts == [
+        ("CREATE", "notes", "target missing"),
+        ("SKIP", "notes", "shadowed by project notes"),
+    ]
+    skip = next(op for op in plan.operations if op.action is Action.SKIP)
+    assert skip.rule == "S4"
+    assert skip.source == f"{WS}/memory/notes"
+    assert not plan.blocked
+
+
+def test_p1_shadowed_nested_reference_is_skip_not_conflict() -> None:
+    # notes/x.md would be created through the notes link: it is skipped, never dropped.
+    plan = plan_of(resource_set(notes(), ref("notes/x.md", shadowed=True)),
+                   view({"notes": link(CURRENT_NOTES)}))
+    assert sorted(brief(plan)) == [
+        ("NOOP", "INV-MEM-10", ".agents/memory/notes", "link"),
+        ("SKIP", "S4", ".agents/memory/notes/x.md", "link"),
+    ]
+
+
+def test_p1_legacy_notes_link_when_notes_current_is_unlink_then_create() -> None:
+    plan = plan_of(resource_set(notes("current")), view({"notes": link(LEGACY_NOTES)}))
+    assert brief(plan) == [
+        ("UNLINK", "INV-MEM-06", ".agents/memory/notes", "link"),
+        ("CREATE", "INV-MEM-03", ".agents/memory/notes", "link"),
+    ]
+    unlink, create = plan.operations
+    assert unlink.source == LEGACY_NOTES
+    assert unlink.observed.literal == LEGACY_NOTES
+    assert create.source == CURRENT_NOTES
+    assert LEGACY_NOTES in create.reason
+    assert not plan.blocked
+
+
+def test_p1_current_notes_link_when_notes_legacy_is_replaced_too() -> None:
+    plan = plan_of(resource_set(notes("legacy"), location="legacy"),
+                   view({"notes": link(CURRENT_NOTES)}))
+    assert [op.action for op in plan.operations] == [Action.UNLINK, Action.CREATE]
+    assert plan.operations[1].source == LEGACY_NOTES
+
+
+def test_p1_notes_link_in_place_is_noop() -> None:
+    plan = plan_of(resource_set(notes("legacy"), location="legacy"),
+                   view({"notes": link(LEGACY_NOTES)}))
+    assert brief(plan) == [("NOOP", "INV-MEM-10", ".agents/memory/notes", "link")]
+
+
+def test_p1_reference_link_to_a_notes_path_is_foreign() -> None:
+    # Historical notes paths are only allowed for the runtime path "notes" ([O2]).
+    plan = plan_of(resource_set(ref("glossary")), view({"glossary": link(LEGACY_NOTES)}))
+    assert [op.action for op in plan.operations] == [Action.CONFLICT]
+
+
+# =========================================================================== [O4]
+
+
+@pytest.mark.parametrize(("where", "agents", "memory"), [
+    (".agents", link("/elsewhere"), ABSENT),
+    (".agents", Observed(Kind.FILE), ABSENT),
+    (".agents", Observed(Kind.FIFO), ABSENT),
+    (".agents/memory", DIR, link("/elsewhere")),
+    (".agents/memory", DIR, link(f"{WS}/memory")),
+    (".agents/memory", DIR, Observed(Kind.FILE)),
+])
+def test_o4_runtime_root_not_a_directory_is_one_checkout_conflict(
+    where: str, agents: Observed, memory: Observed
+) -> None:
+    res = resource_set(ref("glossary"), ref("team/a.md"), notes())
+    plan = plan_of(res, view(agents=agents, memory=memory))
+    [op] = plan.operations
+    found = agents if where == ".agents" else memory
+    assert (op.action, op.rule) == (Action.CONFLICT, "INV-MEM-07")
+    assert op.target == f"{CO}/{where}"
+    assert op.reason == f"{CO}/{where} is {found.describe()}; expected a real directory"
+    assert op.remedy and "out of the way" in op.remedy
+    assert plan.blocked
+
+
+def test_o4_missing_runtime_root_creates_everything() -> None:
+    plan = plan_of(resource_set(ref("glossary"), ref("team/a.md")),
+                   view(agents=ABSENT, memory=ABSENT))
+    assert [op.action for op in plan.operations] == [Action.CREATE, Action.CREATE]
+    # The plan records what it relied on: root, .agents, .agents/memory, team.
+    assert [rel for rel, _ in plan.checkouts[0].dirs] == [
+        "", ".agents", ".agents/memory", ".agents/memory/team"]
+
+
+@pytest.mark.parametrize("found", [Observed(Kind.FILE), link("/elsewhere"),
+                                   link("../other"), Observed(Kind.FIFO)])
+def test_o4_intermediate_non_directory_is_conflict_for_that_resource(found: Observed) -> None:
+    plan = plan_of(resource_set(ref("glossary"), ref("team/a.md")), view({"team": found}))
+    by_res = {op.resource: op for op in plan.operations}
+    assert by_res["glossary"].action is Action.CREATE
+    conflict = by_res["team/a.md"]
+    assert (conflict.action, conflict.rule) == (Action.CONFLICT, "INV-MEM-07")
+    assert conflict.target == f"{BASE}/team/a.md"
+    assert conflict.reason == (f"{BASE}/team is {found.describe()}; expected a real directory "
+                               f"to hold {BASE}/team/a.md")
+    # The intermediate itself is neither unlinked nor reported twice.
+    assert len(plan.operations) == 2
+    assert plan.findings == ()
+    assert plan.blocked
+
+
+def test_o4_owned_link_where_a_directory_is_needed_is_unlinked() -> None:
+    # Former config had memory = ["team"]; now it is ["team/a.md"].
+    plan = plan_of(resource_set(ref("team/a.md")), view({"team": link(f"{WS}/memory/team")}))
+    assert brief(plan) == [
+        ("UNLINK", "INV-MEM-06", ".agents/memory/team", "link"),
+        ("CREATE", "INV-MEM-01", ".agents/memory/team/a.md", "link"),
+    ]
+    assert not plan.blocked
+
+
+def test_invalid_checkout_root_is_conflict() -> None:
+    plan = plan_of(resource_set(ref("glossary")), view(root=Observed(Kind.FILE)))
+    [op] = plan.operations
+    assert (op.action, op.target) == (Action.CONFLICT, CO)
+    assert op.reason == f"{CO} is a regular file; expected a directory"
+    assert plan.checkouts[0].state is CheckoutState.INVALID
+
+
+# =========================================================================== [P2]
+
+
+def test_p2_owned_stale_link_is_unlinked() -> None:
+    plan = plan_of(resource_set(ref("glossary")), view({
+        "glossary": link(SRC), "old.md": link(f"{WS}/memory/old.md"),
+        "rel.md": link("../../../../ws/memory/rel.md")}))
+    assert brief(plan) == [
+        ("NOOP", "INV-MEM-10", ".agents/memory/glossary", "link"),
+        ("UNLINK", "INV-MEM-06", ".agents/memory/old.md", "link"),
+        ("UNLINK", "INV-MEM-06", ".agents/memory/rel.md", "link"),
+    ]
+    assert plan.operations[1].source == f"{WS}/memory/old.md"
+    assert plan.operations[1].resource is None
+    assert plan.findings == ()
+
+
+@pytest.mark.parametrize("literal", [CURRENT_NOTES, LEGACY_NOTES])
+def test_p2_stale_notes_link_is_unlinked_when_notes_went_away(literal: str) -> None:
+    plan = plan_of(resource_set(ref("glossary")), view({"notes": link(literal)}))
+    assert ("UNLINK", "INV-MEM-06", ".agents/memory/notes", "link") in brief(plan)
+
+
+@pytest.mark.parametrize(("rel", "obs", "found"), [
+    ("old.md", Observed(Kind.FILE), "a regular file"),
+    (".DS_Store", Observed(Kind.FILE), "a regular file"),
+    ("pipe", Observed(Kind.FIFO), "a FIFO"),
+    ("elsewhere", link("/elsewhere"), "a symlink to '/elsewhere'"),
+    ("other", link(f"{WS}/memory/glossary"), f"a symlink to '{WS}/memory/glossary'"),
+    ("dangling", link("nowhere"), "a symlink to 'nowhere'"),
+    ("old.md", link(f"{WS}/memory/old.md/"), f"a symlink to '{WS}/memory/old.md/'"),
+])
+def test_p2_foreign_stale_entry_is_preserved_with_a_warning(
+    rel: str, obs: Observed, found: str
+) -> None:
+    plan = plan_of(resource_set(ref("glossary")), view({rel: obs}))
+    assert brief(plan) == [("CREATE", "INV-MEM-01", ".agents/memory/glossary", "link")]
+    [finding] = plan.findings
+    assert (finding.code, finding.severity) == ("memory.foreign_entry", "warning")
+    assert finding.path == f"{BASE}/{rel}"
+    assert f"{BASE}/{rel}" in finding.message
+    assert found in finding.message
+    assert not plan.blocked
+
+
+def test_p2_directories_emptied_by_unlinks_are_removed_deepest_first() -> None:
+    entries = {
+        "team": DIR, "team/sub": DIR,
+        "team/sub/a.md": link(f"{WS}/memory/team/sub/a.md"),
+        "team/b.md": link("../../../../../ws/memory/team/b.md"),
+    }
+    plan = plan_of(resource_set(ref("glossary")), view(entries))
+    assert brief(plan) == [
+        ("CREATE", "INV-MEM-01", ".agents/memory/glossary", "link"),
+        ("UNLINK", "INV-MEM-06", ".agents/memory/team", "directory"),
+        ("UNLINK", "INV-MEM-06", ".agents/memory/team/b.md", "link"),
+        ("UNLINK", "INV-MEM-06", ".agents/memory/team/sub", "directory"),
+        ("UNLINK", "INV-MEM-06", ".agents/memory/team/sub/a.md", "link"),
+    ]
+    assert all(op.target != BASE for op in plan.operations)
+    # Execution order ([E4]): unlinks, then prunes deepest first, then links.
+    order = [plan.operations[i].target.removeprefix(BASE + "/")
+             for i in _write_order(plan, plan.checkouts[0])]
+    assert order == ["team/b.md", "team/sub/a.md", "team/sub", "team", "glossary"]
+    assert plan.findings == ()
+
+
+def test_p2_memory_root_is_never_removed() -> None:
+    plan = plan_of(resource_set(), view({"old": link(f"{WS}/memory/old")}))
+    assert brief(plan) == [("UNLINK", "INV-MEM-06", ".agents/memory/old", "link")]
+
+
+def test_p2_ancestor_of_a_desired_target_is_never_pruned() -> None:
+    plan = plan_of(resource_set(ref("team/b.md")), view({
+        "team": DIR, "team/a.md": link(f"{WS}/memory/team/a.md")}))
+    assert brief(plan) == [
+        ("UNLINK", "INV-MEM-06", ".agents/memory/team/a.md", "link"),
+        ("CREATE", "INV-MEM-01", ".agents/memory/team/b.md", "link"),
+    ]
+
+
+def test_p2_directory_with_a_foreign_entry_is_kept() -> None:
+    plan = plan_of(resource_set(), view({
+        "team": DIR, "team/a.md": link(f"{WS}/memory/team/a.md"),
+        "team/.DS_Store": Observed(Kind.FILE)}))
+    assert brief(plan) == [("UNLINK", "INV-MEM-06", ".agents/memory/team/a.md", "link")]
+    assert [(f.code, f.path) for f in plan.findings] == [
+        ("memory.foreign_entry", f"{BASE}/team/.DS_Store")]
+
+
+def test_p2_already_empty_directory_is_preserved_with_a_warning() -> None:
+    plan = plan_of(resource_set(ref("glossary")), view({
+        "empty": DIR, "outer": DIR, "outer/inner": DIR}))
+    assert brief(plan) == [("CREATE", "INV-MEM-01", ".agents/memory/glossary", "link")]
+    assert [(f.code, f.severity, f.path) for f in plan.findings] == [
+        ("memory.empty_directory", "warning", f"{BASE}/empty"),
+        ("memory.empty_directory", "warning", f"{BASE}/outer/inner"),
+    ]
+    assert not plan.blocked
+
+
+def test_p2_empty_ancestor_of_desired_target_is_silent() -> None:
+    plan = plan_of(resource_set(ref("team/a.md")), view({"team": DIR}))
+    assert brief(plan) == [("CREATE", "INV-MEM-01", ".agents/memory/team/a.md", "link")]
+    assert plan.findings == ()
+
+
+def test_p2_desired_directory_full_of_owned_links_is_replaced() -> None:
+    # Former config memory = ["team/a.md"], now ["team"]: the real directory holding only
+    # aikito's link is emptied, removed, and the link to the directory created.
+    plan = plan_of(resource_set(ref("team")), view({
+        "team": DIR, "team/a.md": link(f"{WS}/memory/team/a.md")}))
+    assert brief(plan) == [
+        ("UNLINK", "INV-MEM-06", ".agents/memory/team", "directory"),
+        ("CREATE", "INV-MEM-01", ".agents/memory/team", "link"),
+        ("UNLINK", "INV-MEM-06", ".agents/memory/team/a.md", "link"),
+    ]
+    order = [plan.operations[i].target.removeprefix(BASE + "/")
+             for i in _write_order(plan, plan.checkouts[0])]
+    assert order == ["team/a.md", "team", "team"]
+    assert [plan.operations[i].action for i in _write_order(plan, plan.checkouts[0])] == [
+        Action.UNLINK, Action.UNLINK, Action.CREATE]
+
+
+# =========================================================================== [P3]
+
+
+def test_p3_any_conflict_blocks_the_whole_plan() -> None:
+    plan = plan_of(resource_set(ref("glossary")),
+                   view(path="/co/a", label="1"),
+                   view({"glossary": Observed(Kind.FILE)}, path="/co/b", label="2"))
+    assert [op.action for op in plan.operations] == [Action.CREATE, Action.CONFLICT]
+    assert plan.blocked
+    assert plan.conflicts == (plan.operations[1],)
+
+
+def test_p3_warnings_never_block() -> None:
+    plan = plan_of(resource_set(ref("glossary"), ref("notes", shadowed=True), notes(),
+                                findings=(Finding("memory.shadowed", "warning", "x"),)),
+                   view({".DS_Store": Observed(Kind.FILE), "empty": DIR,
+                         "x": link("/elsewhere")}))
+    assert plan.findings and all(f.severity == "warning" for f in plan.findings)
+    assert not plan.blocked
+
+
+# =========================================================================== [P4]
+
+
+def test_p4_operations_sorted_by_checkout_order_then_target() -> None:
+    res = resource_set(ref("b"), ref("a/z"), ref("a/b"), ref("c"))
+    plan = plan_of(res, view(path="/co/z", label="1"), view(path="/co/a", label="2"),
+                   view(path="/co/m", label="3", state=CheckoutState.OFFLINE))
+    targets = [op.target for op in plan.operations]
+    expected = [f"{co}/.agents/memory/{r}" for co in ("/co/z", "/co/a", "/co/m")
+                for r in ("a/b", "a/z", "b", "c")]
+    assert targets == expected
+    assert [c.path for c in plan.checkouts] == ["/co/z", "/co/a", "/co/m"]
+
+
+def test_p4_same_world_gives_an_equal_plan() -> None:
+    def make() -> Plan:
+        return plan_of(resource_set(ref("glossary"), notes()),
+                       view({"notes": link(LEGACY_NOTES), "x": link(f"{WS}/memory/x")}))
+    assert make() == make()
+
+
+# =========================================================================== purity
+
+_EVENTS: list[tuple[str, tuple[object, ...]]] = []
+_RECORDING = [False]
+_FORBIDDEN = ("open", "os.", "shutil.", "socket.", "subprocess.", "pathlib.", "fcntl.",
+              "glob.", "tempfile.", "import")
+
+
+def _audit(event: str, args: tuple[object, ...]) -> None:
+    if _RECORDING[0]:
+        _EVENTS.append((event, args))
+
+
+sys.addaudithook(_audit)  # cannot be removed: it records only while the flag is set
+
+
+def _plan_recording(**kwargs: Any) -> tuple[Plan, list[tuple[str, tuple[object, ...]]]]:
+    _EVENTS.clear()
+    _RECORDING[0] = True
+    try:
+        plan = build_plan(**kwargs)
+        plan.summary()
+        _ = (plan.blocked, plan.changes, plan.conflicts)
+    finally:
+        _RECORDING[0] = False
+    events = list(_EVENTS)
+    _EVENTS.clear()
+    return plan, events
+
+
+def test_audit_hook_sees_io() -> None:
+    """The hook itself works: an ``open`` while recording is seen."""
+    _EVENTS.clear()
+    _RECORDING[0] = True
+    try:
+        with open(__file__, "rb"):
+            pass
+    finally:
+        _RECORDING[0] = False
+    assert any(e == "open" for e, _ in _EVENTS)
+    _EVENTS.clear()
+
+
+def test_planner_does_no_io_on_a_rich_world() -> None:
+    res = resource_set(ref("glossary"), ref("team/a.md", problem="unsafe"),
+                       ref("notes", shadowed=True), notes(), ref("gone", problem="x",
+                                                                 missing=True))
+    views = (
+        view({"notes": link(LEGACY_NOTES), "old": DIR, "old/x": link(f"{WS}/memory/old/x"),
+              "glossary": Observed(Kind.FILE), ".DS_Store": Observed(Kind.FILE),
+              "empty": DIR}),
+        view(path="/co/b", label="2", state=CheckoutState.OFFLINE),
+        view(path="/co/c", label="3", agents=link("/x")),
+        view(path="/co/d", label="4", root=Observed(Kind.FILE)),
+    )
+    plan, events = _plan_recording(
+        config=config(("glossary", "team/a.md", "notes", "gone"),
+                      tuple(v.path for v in views)),
+        workspace=WS, workspace_source="option", resources=res, checkouts=views)
+    assert len(plan.operations) > 8
+    bad = [(e, a) for e, a in events if e.startswith(_FORBIDDEN)]
+    assert bad == []
+
+
+@given(worlds())
+def test_planner_does_no_io_on_any_world(world: World) -> None:
+    plan, events = _plan_recording(**world.planner_inputs())
+    bad = [(e, a) for e, a in events if e.startswith(_FORBIDDEN)]
+    assert bad == []
+    assert isinstance(plan, Plan)
+
+
+def test_planner_source_imports_no_io_modules() -> None:
+    tree = ast.parse(inspect.getsource(planner))
+    imported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module.split(".")[0])
+    assert not imported & {"os", "pathlib", "shutil", "subprocess", "socket", "io", "fcntl",
+                           "glob", "tempfile"}
+    assert imported <= {"__future__", "posixpath", "collections", "aikito_mem"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            assert node.id not in ("open", "os", "pathlib"), node.id
