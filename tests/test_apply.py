@@ -1,0 +1,374 @@
+"""``sync project --dry-run --out PLANFILE`` and ``aikito apply PLANFILE`` (SPEC §9), and
+the registration of an explicit checkout ([K4]) as a compare-and-swap on ``agent.toml``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from aikito_mem.cli import cli
+from tests.conftest import WS
+
+Entry = tuple[int, int, int, int, int, str]
+
+
+def snapshot(*roots: str | Path) -> dict[str, Entry]:
+    out: dict[str, Entry] = {}
+
+    def add(path: str) -> None:
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode):
+            content = "-> " + os.readlink(path)
+        elif stat.S_ISREG(st.st_mode):
+            content = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        else:
+            content = ""
+        out[path] = (st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                     content)
+
+    for root in map(str, roots):
+        if not os.path.lexists(root):
+            continue
+        add(root)
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+            for name in dirnames + filenames:
+                add(os.path.join(dirpath, name))
+    return out
+
+
+def changed(before: dict[str, Entry], after: dict[str, Entry]) -> set[str]:
+    return {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> Result:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False, env=env)
+
+
+def doc_of(res: Result) -> dict[str, Any]:
+    return json.loads(res.stdout)
+
+
+CONFIG = """\
+# demo project — hand-written, comments must survive
+name = "demo"  # must equal the directory name
+paths = [
+  "{co}",  # laptop
+]
+memory = ["top.md", "team/a.md"]  # shared memory
+
+[skills]  # another engine's table
+list = ["x"]
+"""
+
+
+def build(ws: WS) -> str:
+    ws.add_file("top.md", "top\n")
+    ws.add_file("team/a.md", "a\n")
+    ws.add_notes("demo")
+    co = ws.checkout("main")
+    Path(co, "README.md").write_text("foreign\n")
+    ws.write_config("demo", raw=CONFIG.format(co=co))
+    os.makedirs(f"{ws.base}/plans")
+    return co
+
+
+def world(ws: WS) -> list[str]:
+    return [str(ws.base), os.environ["HOME"]]
+
+
+def dry_run_out(ws: WS, *extra: str) -> str:
+    planfile = f"{ws.base}/plans/plan.toml"
+    res = run("--workspace", ws.root, "sync", "project", "demo", *extra, "--dry-run",
+              "--out", planfile, "--json")
+    assert res.exit_code == 0, res.output
+    assert doc_of(res)["outcome"] == "planned"
+    return planfile
+
+
+# --------------------------------------------------------------------------- --out
+
+
+def test_dry_run_out_writes_only_the_plan_file(ws: WS) -> None:
+    build(ws)
+    before = snapshot(*world(ws))
+    planfile = dry_run_out(ws)
+    after = snapshot(*world(ws))
+    assert changed(before, after) == {f"{ws.base}/plans", planfile}
+    assert os.listdir(f"{ws.base}/plans") == ["plan.toml"]  # no temporary file left
+    doc = tomllib.loads(Path(planfile).read_text())
+    assert doc["plan"]["project"] == "demo"
+    assert doc["plan"]["workspace"] == ws.root
+
+
+def test_apply_executes_the_plan(ws: WS) -> None:
+    co = build(ws)
+    planfile = dry_run_out(ws)
+    res = run("apply", planfile, "--json")
+    assert res.exit_code == 0, res.output
+    doc = doc_of(res)
+    assert doc["outcome"] == "applied"
+    assert doc["dry_run"] is False
+    assert {op["status"] for op in doc["operations"]} == {"applied"}
+    base = f"{co}/.agents/memory"
+    assert os.readlink(f"{base}/top.md") == ws.memory_path("top.md")
+    assert os.readlink(f"{base}/team/a.md") == ws.memory_path("team/a.md")
+    assert os.readlink(f"{base}/notes") == ws.notes_path("demo")
+    assert Path(co, "README.md").read_text() == "foreign\n"
+    # A plan is executed once: applied again, what it recorded is gone → stale.
+    before = snapshot(*world(ws))
+    res = run("apply", planfile, "--json")
+    assert res.exit_code == 3
+    assert doc_of(res)["outcome"] == "stale"
+    assert snapshot(*world(ws)) == before
+    # A fresh sync finds nothing to do.
+    res = run("--workspace", ws.root, "sync", "project", "demo", "--json")
+    assert (res.exit_code, doc_of(res)["outcome"]) == (0, "unchanged")
+
+
+def test_apply_text_output(ws: WS) -> None:
+    build(ws)
+    planfile = dry_run_out(ws)
+    res = run("apply", planfile)
+    assert res.exit_code == 0
+    assert "done: 3 changes applied" in res.stdout
+
+
+def test_apply_of_a_blocked_plan_is_refused(ws: WS) -> None:
+    co = build(ws)
+    os.makedirs(f"{co}/.agents/memory")
+    Path(co, ".agents/memory/top.md").write_text("mine\n")
+    planfile = f"{ws.base}/plans/plan.toml"
+    res = run("--workspace", ws.root, "sync", "project", "demo", "--dry-run", "--out", planfile)
+    assert res.exit_code == 1
+    assert os.path.exists(planfile)
+    before = snapshot(*world(ws))
+    res = run("apply", planfile, "--json")
+    assert res.exit_code == 1
+    assert doc_of(res)["outcome"] == "blocked"
+    assert snapshot(*world(ws)) == before
+
+
+# --------------------------------------------------------------------------- bad files
+
+
+def _truncate(data: bytes) -> bytes:
+    return data[: len(data) // 2]
+
+
+def _edit_value(data: bytes) -> bytes:
+    assert b'"team/a.md"' in data
+    return data.replace(b'"team/a.md"', b'"team/b.md"', 1)
+
+
+def _edit_source(data: bytes) -> bytes:
+    return data.replace(b"/memory/top.md", b"/memory/../x.md")
+
+
+def _wrong_version(data: bytes) -> bytes:
+    assert b'schema = "aikito.plan/1"' in data
+    return data.replace(b'schema = "aikito.plan/1"', b'schema = "aikito.plan/2"')
+
+
+def _no_checksum(data: bytes) -> bytes:
+    return b"\n".join(line for line in data.split(b"\n") if not line.startswith(b"checksum"))
+
+
+def _extra_key(data: bytes) -> bytes:
+    return b'extra = "x"\n' + data
+
+
+def _empty(data: bytes) -> bytes:
+    return b""
+
+
+def _not_toml(data: bytes) -> bytes:
+    return b"\xff\xfe garbage ["
+
+
+BAD = {
+    "truncated": _truncate,
+    "edited_value": _edit_value,
+    "edited_source": _edit_source,
+    "wrong_version": _wrong_version,
+    "no_checksum": _no_checksum,
+    "extra_key": _extra_key,
+    "empty": _empty,
+    "not_toml": _not_toml,
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_damaged_plan_file_is_refused_with_exit_4(ws: WS, case: str) -> None:
+    co = build(ws)
+    planfile = dry_run_out(ws)
+    path = Path(planfile)
+    path.write_bytes(BAD[case](path.read_bytes()))
+    before = snapshot(*world(ws))
+    res = run("apply", planfile, "--json")
+    assert res.exit_code == 4, res.output
+    doc = doc_of(res)
+    assert doc["outcome"] == "config_error"
+    assert doc["error"]["code"].startswith("plan.")
+    assert "Traceback" not in res.output
+    assert snapshot(*world(ws)) == before
+    assert not os.path.lexists(f"{co}/.agents")
+
+
+def test_missing_plan_file_is_exit_4(ws: WS) -> None:
+    build(ws)
+    res = run("apply", f"{ws.base}/plans/nope.toml", "--json")
+    assert res.exit_code == 4
+    assert doc_of(res)["error"]["code"] == "plan.missing"
+
+
+# --------------------------------------------------------------------------- workspace
+
+
+def _other_workspace(ws: WS) -> str:
+    other = f"{ws.base}/other-ws"
+    os.makedirs(f"{other}/projects")
+    os.makedirs(f"{other}/memory")
+    return other
+
+
+def test_apply_with_another_workspace_option_is_refused(ws: WS) -> None:
+    co = build(ws)
+    planfile = dry_run_out(ws)
+    other = _other_workspace(ws)
+    before = snapshot(*world(ws))
+    res = run("--workspace", other, "apply", planfile, "--json")
+    assert res.exit_code == 4
+    doc = doc_of(res)
+    assert doc["outcome"] == "config_error"
+    assert doc["error"]["code"] == "plan.foreign"
+    assert snapshot(*world(ws)) == before
+    assert not os.path.lexists(f"{co}/.agents")
+
+
+def test_apply_with_another_aikito_dir_is_refused(ws: WS) -> None:
+    build(ws)
+    planfile = dry_run_out(ws)
+    other = _other_workspace(ws)
+    before = snapshot(*world(ws))
+    res = run("apply", planfile, "--json", env={"AIKITO_DIR": other})
+    assert res.exit_code == 4
+    assert doc_of(res)["error"]["code"] == "plan.foreign"
+    assert snapshot(*world(ws)) == before
+
+
+def test_apply_with_the_same_workspace_through_an_alias_is_accepted(ws: WS) -> None:
+    co = build(ws)
+    planfile = dry_run_out(ws)
+    alias = f"{ws.base}/alias"
+    os.symlink(ws.root, alias)
+    res = run("--workspace", alias, "apply", planfile, "--json")
+    assert res.exit_code == 0, res.output
+    assert os.readlink(f"{co}/.agents/memory/top.md") == ws.memory_path("top.md")
+
+
+# --------------------------------------------------------------------------- registration
+
+
+def _registered_text(ws: WS, co: str, new: str) -> str:
+    return CONFIG.format(co=co).replace(
+        f'  "{co}",  # laptop\n', f'  "{co}",  # laptop\n  "{new}",\n'
+    )
+
+
+def test_sync_with_unregistered_path_registers_it(ws: WS) -> None:
+    co = build(ws)
+    new = ws.checkout("second")
+    config = Path(ws.config_path("demo"))
+    old = config.read_text()
+    res = run("--workspace", ws.root, "sync", "project", "demo", new, "--json")
+    assert res.exit_code == 0, res.output
+    doc = doc_of(res)
+    assert doc["outcome"] == "applied"
+    assert [c["path"] for c in doc["checkouts"]] == [new]
+    text = config.read_text()
+    assert text == _registered_text(ws, co, new)
+    for line in old.splitlines():
+        assert line in text  # every comment and key, in place
+    data = tomllib.loads(text)
+    assert data["paths"] == [co, new]
+    assert data["skills"] == {"list": ["x"]}
+    assert sorted(os.listdir(os.path.dirname(config))) == ["agent.toml", "memory"]  # no temp
+    assert os.readlink(f"{new}/.agents/memory/top.md") == ws.memory_path("top.md")
+    assert not os.path.lexists(f"{co}/.agents")  # the other checkout is not touched
+    # Registered now: a second run neither registers again nor changes anything.
+    res = run("--workspace", ws.root, "sync", "project", "demo", new, "--json")
+    assert (res.exit_code, doc_of(res)["outcome"]) == (0, "unchanged")
+    assert config.read_text() == text
+
+
+def test_no_register_leaves_agent_toml_alone(ws: WS) -> None:
+    build(ws)
+    new = ws.checkout("second")
+    config = Path(ws.config_path("demo"))
+    before = snapshot(config)
+    res = run("--workspace", ws.root, "sync", "project", "demo", new, "--no-register", "--json")
+    assert res.exit_code == 0, res.output
+    assert snapshot(config) == before
+    assert os.readlink(f"{new}/.agents/memory/top.md") == ws.memory_path("top.md")
+
+
+def test_dry_run_with_unregistered_path_writes_nothing(ws: WS) -> None:
+    build(ws)
+    new = ws.checkout("second")
+    before = snapshot(*world(ws))
+    res = run("--workspace", ws.root, "sync", "project", "demo", new, "--dry-run", "--json")
+    assert res.exit_code == 0
+    assert snapshot(*world(ws)) == before
+
+
+def test_explicit_path_must_exist(ws: WS) -> None:
+    build(ws)
+    missing = f"{ws.base}/co/missing"
+    before = snapshot(*world(ws))
+    res = run("--workspace", ws.root, "sync", "project", "demo", missing, "--json")
+    assert res.exit_code == 4
+    assert not os.path.lexists(missing)
+    assert snapshot(*world(ws)) == before
+
+
+def test_apply_registers_the_planned_path(ws: WS) -> None:
+    co = build(ws)
+    new = ws.checkout("second")
+    planfile = dry_run_out(ws, new)
+    assert tomllib.loads(Path(planfile).read_text())["plan"]["register"] == new
+    res = run("apply", planfile, "--json")
+    assert res.exit_code == 0, res.output
+    assert Path(ws.config_path("demo")).read_text() == _registered_text(ws, co, new)
+    assert os.readlink(f"{new}/.agents/memory/notes") == ws.notes_path("demo")
+
+
+@pytest.mark.parametrize("edit", ["comment", "memory"])
+def test_concurrent_edit_of_agent_toml_makes_apply_stale(ws: WS, edit: str) -> None:
+    build(ws)
+    new = ws.checkout("second")
+    planfile = dry_run_out(ws, new)
+    config = Path(ws.config_path("demo"))
+    text = config.read_text()
+    if edit == "comment":  # same data, other bytes: only the compare-and-swap sees it
+        text += "# edited by someone else meanwhile\n"
+    else:
+        text = text.replace('"team/a.md"]', '"team/a.md", "top2.md"]')
+    config.write_text(text)
+    before = snapshot(*world(ws))
+    res = run("apply", planfile, "--json")
+    assert res.exit_code == 3, res.output
+    doc = doc_of(res)
+    assert doc["outcome"] == "stale"
+    assert any("agent.toml" in d for d in doc["error"]["differences"])
+    assert config.read_text() == text
+    assert snapshot(*world(ws)) == before
+    assert not os.path.lexists(f"{new}/.agents")
