@@ -277,6 +277,8 @@ class _Writer:
         self.co = co
         self.root_fd = root_fd
         self.fds: dict[str, int] = {}
+        #: (dev, ino) of each held descriptor, by descriptor.
+        self.ids: dict[int, tuple[int, int]] = {}
         self.recorded = dict(co.dirs)
         #: Entries this run removed (so a directory may be created in their place).
         self.removed: set[str] = set()
@@ -285,6 +287,7 @@ class _Writer:
         for fd in self.fds.values():
             os.close(fd)
         self.fds.clear()
+        self.ids.clear()
 
     def dir_fd(self, rel: str, *, create: bool) -> int:
         """Descriptor of directory ``rel`` (relative to the checkout root)."""
@@ -316,12 +319,50 @@ class _Writer:
     def forget(self, rel: str) -> None:
         fd = self.fds.pop(rel, None)
         if fd is not None:
+            self.ids.pop(fd, None)
             os.close(fd)
 
     def split(self, op: Operation) -> tuple[int, str, str]:
         rel = op.target[len(self.co.path) + 1:]
         parent, _, name = rel.rpartition("/")
-        return self.dir_fd(parent, create=op.action is Action.CREATE), name, rel
+        pfd = self.dir_fd(parent, create=op.action is Action.CREATE)
+        self.attached(parent)
+        return pfd, name, rel
+
+    def _fd_id(self, fd: int) -> tuple[int, int]:
+        ident = self.ids.get(fd)
+        if ident is None:
+            st = os.fstat(fd)
+            ident = self.ids[fd] = (st.st_dev, st.st_ino)
+        return ident
+
+    def attached(self, rel: str) -> None:
+        """Prove the held descriptors still sit where the plan put them: the checkout root
+        at its path, and each directory down to ``rel`` under its parent.  A directory
+        moved elsewhere (the checkout renamed, ``.agents/memory`` moved out) is drift, so
+        no write follows a moved directory (issue 4)."""
+        try:
+            st = os.stat(self.co.path, follow_symlinks=False)
+            live = (st.st_dev, st.st_ino)
+        except OSError:
+            live = None
+        if live != self._fd_id(self.root_fd):
+            raise _Drift(f"checkout {self.co.path} was moved or replaced during execution")
+        if not rel:
+            return
+        parts = rel.split("/")
+        pfd = self.root_fd
+        for i, part in enumerate(parts):
+            sub = "/".join(parts[: i + 1])
+            fd = self.fds[sub]
+            try:
+                st = os.stat(part, dir_fd=pfd, follow_symlinks=False)
+                live = (st.st_dev, st.st_ino)
+            except OSError:
+                live = None
+            if live != self._fd_id(fd):
+                raise _Drift(f"{self.co.path}/{sub} was moved or replaced during execution")
+            pfd = fd
 
     def unlink(self, op: Operation) -> None:
         pfd, name, _ = self.split(op)
