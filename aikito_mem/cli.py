@@ -172,8 +172,9 @@ def sync_project(
 
                 n = len(plan.conflicts)
                 raise ConflictError(
-                    f"{n} conflict{'s' * (n != 1)} block the plan; nothing would be written "
-                    "— resolve each as it says and run again", conflicts=plan.conflicts,
+                    f"{n} conflict{'s' * (n != 1)} block{'s' * (n == 1)} the plan; "
+                    "nothing would be written — resolve each as it says and run again",
+                    conflicts=plan.conflicts,
                     plan=plan,
                 )
             code = 7 if (check and plan.has_changes) else 0
@@ -238,6 +239,13 @@ def apply_cmd(
         plan_, result_ = _plan_of(exc)
         _finish(outcome=exc.outcome, exit_code=exc.exit_code, project=project_name,
                 workspace=ws_root, plan=plan_, result=result_, error=exc, **common)
+
+
+from aikito_mem.cli_more import adopt_cmd, doctor_cmd, status_cmd  # noqa: E402
+
+cli.add_command(status_cmd)
+cli.add_command(doctor_cmd)
+cli.add_command(adopt_cmd)
 
 
 def main() -> None:

@@ -1,0 +1,298 @@
+"""``aikito doctor`` (issue 6): each check on real directories and real git repositories,
+the ``aikito.doctor/1`` document, exit codes, ``--strict``, and zero writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from aikito_mem.cli import cli
+from aikito_mem.doctor import check_index, run
+
+Snap = dict[str, tuple[int, int, int, int, int, str | None]]
+HAS_GIT = shutil.which("git") is not None
+
+
+def snapshot(root: Path) -> Snap:
+    out: Snap = {}
+
+    def add(path: str) -> None:
+        st = os.lstat(path)
+        literal = os.readlink(path) if stat.S_ISLNK(st.st_mode) else None
+        out[path] = (st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, literal)
+
+    add(str(root))
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        for name in dirnames + filenames:
+            add(os.path.join(dirpath, name))
+    return out
+
+
+def make_ws(tmp: Path, paths: list[Path] | None = None, memory: list[str] | None = None) -> Path:
+    ws = tmp / "ws"
+    (ws / "projects" / "demo" / "memory" / "notes").mkdir(parents=True)
+    (ws / "memory").mkdir()
+    (ws / "memory" / "style.md").write_text("s\n")
+    text = f"paths = {json.dumps([str(p) for p in paths or []])}\n" \
+           f"memory = {json.dumps(memory if memory is not None else ['style.md'])}\n"
+    (ws / "projects" / "demo" / "agent.toml").write_text(text)
+    return ws
+
+
+def doctor(ws: Path | None, *extra: str, env: dict[str, str] | None = None) -> Result:
+    args = ["--workspace", str(ws)] if ws is not None else []
+    return CliRunner().invoke(cli, [*args, "doctor", *extra], env=env,
+                              catch_exceptions=False)
+
+
+def checks(doc: dict[str, Any], check_id: str) -> list[dict[str, Any]]:
+    return [c for c in doc["checks"] if c["id"] == check_id]
+
+
+def git(*args: str, cwd: Path) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env=env)
+
+
+def test_healthy_workspace(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path)
+    res = doctor(ws, "--json")
+    assert res.exit_code == 0, res.stdout
+    d = json.loads(res.stdout)
+    assert d["schema"] == "aikito.doctor/1" and d["contract_version"] == 1
+    assert d["workspace"] == str(ws.resolve()) and d["workspace_source"] == "option"
+    assert d["summary"] == {"ok": len(d["checks"]), "warning": 0, "error": 0}
+    ids = {c["id"] for c in d["checks"]}
+    assert {"workspace.source", "memory.root", "project.config", "notes.dir"} <= ids
+    for c in d["checks"]:
+        assert set(c) == {"id", "status", "message", "remedy", "path", "project"}
+    text = doctor(ws)
+    assert text.exit_code == 0 and "0 errors" in text.stdout
+    assert "memory.root" not in text.stdout  # ok checks only with -v
+    assert "memory.root" in doctor(ws, "-v").stdout
+
+
+def test_workspace_source_and_cwd_independence(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = make_ws(tmp_path)
+    [src] = checks(run(str(ws)), "workspace.source")
+    assert src["status"] == "ok" and "the --workspace option" in src["message"]
+    assert "does not depend on the current directory" in src["message"]
+    monkeypatch.chdir(tmp_path)
+    d = run("ws")
+    [src] = checks(d, "workspace.source")
+    assert src["status"] == "warning" and "relative path 'ws'" in src["message"]
+    assert str(ws.resolve()) in src["remedy"]
+    assert d["exit_code"] == 0
+    assert run("ws", strict=True)["exit_code"] == 1
+    home = tmp_path / "home"
+    d = run(None, environ={"HOME": str(home), "AIKITO_DIR": str(ws)})
+    assert checks(d, "workspace.source")[0]["status"] == "ok"
+    assert d["workspace_source"] == "AIKITO_DIR"
+    (home / ".config" / "aikito").mkdir(parents=True)
+    (home / ".config" / "aikito" / "workspace").write_text(f"{ws}\n")
+    d = run(None, environ={"HOME": str(home)})
+    assert d["workspace_source"] == "pointer file"
+    assert "the pointer file" in checks(d, "workspace.source")[0]["message"]
+
+
+def test_unresolvable_workspace_exit_4(tmp_path: Path) -> None:
+    res = doctor(tmp_path / "missing", "--json")
+    assert res.exit_code == 4
+    d = json.loads(res.stdout)
+    assert d["error"]["code"] == "config.workspace_missing"
+    assert d["checks"][0]["id"] == "workspace.source" and d["checks"][0]["status"] == "error"
+
+
+def test_memory_root_missing_or_not_a_directory(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path)
+    shutil.rmtree(ws / "memory")
+    [root] = checks(run(str(ws)), "memory.root")
+    assert root["status"] == "error" and "does not exist" in root["message"]
+    assert root["remedy"] == f"mkdir {ws.resolve()}/memory"
+    (ws / "projects" / "demo" / "agent.toml").write_text("paths = []\n")
+    [root] = checks(run(str(ws)), "memory.root")
+    assert root["status"] == "warning"  # no project references shared memory
+    (ws / "memory").write_text("")
+    d = run(str(ws))
+    [root] = checks(d, "memory.root")
+    assert root["status"] == "error" and "is not a directory" in root["message"]
+    assert d["exit_code"] == 1
+
+
+def test_notes_dir_checks(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path)
+    [notes] = checks(run(str(ws)), "notes.dir")
+    assert notes["status"] == "ok" and notes["project"] == "demo"
+    (ws / "projects" / "demo" / "memory" / "notes").rmdir()
+    [notes] = checks(run(str(ws)), "notes.dir")
+    assert notes["status"] == "warning" and "mkdir -p" in notes["remedy"]
+    (ws / "projects" / "demo" / "memory" / "notes").write_text("")
+    d = run(str(ws))
+    [notes] = checks(d, "notes.dir")
+    assert notes["status"] == "error" and d["exit_code"] == 1
+    shutil.rmtree(ws / "projects" / "demo" / "memory")
+    [notes] = checks(run(str(ws)), "notes.dir")
+    assert notes["status"] == "warning" and "legacy" in notes["message"]
+
+
+def test_unwritable_directories(tmp_path: Path) -> None:
+    """Read-only bind mounts: writability is checked with os.access, never by writing."""
+    ws = make_ws(tmp_path)
+    mounted: list[Path] = []
+    try:
+        for d in (ws / "memory", ws / "projects" / "demo" / "memory" / "notes"):
+            if os.getuid() != 0 or subprocess.run(
+                    ["mount", "--bind", str(d), str(d)], capture_output=True).returncode:
+                pytest.skip("needs root and mount --bind")
+            mounted.append(d)
+            if subprocess.run(["mount", "-o", "remount,ro,bind", str(d)],
+                              capture_output=True).returncode:
+                pytest.skip("cannot remount read-only")
+        d = run(str(ws))
+        assert checks(d, "memory.root")[0]["status"] == "error"
+        assert "not writable" in checks(d, "notes.dir")[0]["message"]
+    finally:
+        for d in reversed(mounted):
+            subprocess.run(["umount", str(d)], check=False)
+
+
+def test_legacy_notes_next_to_current(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path)
+    assert checks(run(str(ws)), "notes.legacy") == []
+    (ws / "memory" / "demo" / "notes").mkdir(parents=True)
+    [hint] = checks(run(str(ws)), "notes.legacy")
+    assert hint["status"] == "warning" and "ignored" in hint["message"]
+    assert hint["path"] == f"{ws.resolve()}/memory/demo/notes"
+    shutil.rmtree(ws / "projects" / "demo" / "memory")
+    [hint] = checks(run(str(ws)), "notes.legacy")
+    assert hint["status"] == "ok" and hint["remedy"].startswith("to migrate")
+
+
+INDEX = """\
+# Memory index
+
+- [Style](style.md)
+- [Team A](team/a.md "with a title")
+- [Gone](team/gone.md)
+- [Style again](./style.md#usage)
+- [Site](https://example.com/x.md) and [mail](mailto:a@b) and [top](#memory-index)
+- [Spaced](<team/with space.md>) [Encoded](team/with%20space.md)
+
+```
+[not a link](nowhere.md)
+```
+Inline `[code](nowhere.md)` is not a link either.
+"""
+
+
+def test_index_dangling_and_duplicate(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path)
+    mem = ws / "memory"
+    (mem / "team").mkdir()
+    (mem / "team" / "a.md").write_text("")
+    (mem / "team" / "with space.md").write_text("")
+    (mem / "MEMORY.md").write_text(INDEX)
+    found = check_index(str(mem / "MEMORY.md"))
+    errors = [c for c in found if c.status == "error"]
+    warnings = [c for c in found if c.status == "warning"]
+    assert len(errors) == 1 and ":5:" in errors[0].message
+    assert "team/gone.md" in errors[0].message
+    assert len(warnings) == 2  # style.md listed twice, with space listed twice
+    assert any(":6:" in w.message and "first on line 3" in w.message for w in warnings)
+    assert any(":8:" in w.message for w in warnings)
+    d = run(str(ws))
+    assert d["exit_code"] == 1
+    assert len([c for c in checks(d, "index.links") if c["status"] == "error"]) == 1
+    # A clean index under a project notes directory is checked too.
+    notes = ws / "projects" / "demo" / "memory" / "notes"
+    (notes / "n.md").write_text("")
+    (notes / "MEMORY.md").write_text("- [n](n.md)\n")
+    d = run(str(ws))
+    ok = [c for c in checks(d, "index.links") if c["status"] == "ok"]
+    assert len(ok) == 1 and ok[0]["project"] == "demo" and "1 link," in ok[0]["message"]
+
+
+def test_index_text_output(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path)
+    (ws / "memory" / "MEMORY.md").write_text("[a](missing.md)\n[b](style.md)\n[c](style.md)\n")
+    res = doctor(ws)
+    assert res.exit_code == 1
+    assert "error    index.links" in res.stdout and "warning  index.links" in res.stdout
+    assert "remedy: fix or remove that entry" in res.stdout
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
+def test_git_ignore_checkout_and_worktree(tmp_path: Path) -> None:
+    repo, wt, plain = tmp_path / "repo", tmp_path / "wt", tmp_path / "plain"
+    repo.mkdir()
+    plain.mkdir()
+    git("init", "-q", cwd=repo)
+    git("commit", "-q", "--allow-empty", "-m", "init", cwd=repo)
+    git("worktree", "add", "-q", str(wt), cwd=repo)
+    ws = make_ws(tmp_path, [repo, wt, plain])
+    d = run(str(ws))
+    found = checks(d, "git.ignore")
+    assert len(found) == 2  # the plain directory is not a work tree: not checked
+    exclude = f"{repo.resolve()}/.git/info/exclude"
+    for c in found:
+        assert c["status"] == "warning"
+        assert c["path"] == exclude  # the worktree shares the main repository's exclude
+        assert c["remedy"] == (f"add the line .agents/memory/ to {exclude}: "
+                               f"echo '.agents/memory/' >> '{exclude}'")
+    assert d["exit_code"] == 0 and run(str(ws), strict=True)["exit_code"] == 1
+    with open(exclude, "a") as fh:
+        fh.write(".agents/memory/\n")
+    found = checks(run(str(ws)), "git.ignore")
+    assert [c["status"] for c in found] == ["ok", "ok"]
+    assert all("git ignores .agents/memory" in c["message"] for c in found)
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
+def test_git_ignore_via_gitignore_after_sync(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git("init", "-q", cwd=repo)
+    (repo / ".gitignore").write_text(".agents/\n")
+    ws = make_ws(tmp_path, [repo])
+    from aikito_mem.api import Project
+
+    Project.load("demo", str(ws)).sync()
+    assert [c["status"] for c in checks(run(str(ws)), "git.ignore")] == ["ok"]
+
+
+def test_broken_project_config_is_an_error(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path)
+    (ws / "projects" / "bad").mkdir()
+    (ws / "projects" / "bad" / "agent.toml").write_text("memory = [1]\n")
+    (ws / "projects" / "demo" / "agent.toml").write_text('memroy = []\n')
+    d = run(str(ws))
+    configs = {c["project"]: c for c in checks(d, "project.config")}
+    assert configs["bad"]["status"] == "error" and "memory[0]" in configs["bad"]["message"]
+    assert configs["demo"]["status"] == "warning" and "did you mean" in configs["demo"]["message"]
+    assert d["exit_code"] == 1
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
+def test_doctor_writes_nothing(tmp_path: Path) -> None:
+    repo, wt = tmp_path / "repo", tmp_path / "wt"
+    repo.mkdir()
+    git("init", "-q", cwd=repo)
+    git("commit", "-q", "--allow-empty", "-m", "init", cwd=repo)
+    git("worktree", "add", "-q", str(wt), cwd=repo)
+    ws = make_ws(tmp_path, [repo, wt, tmp_path / "offline"])
+    (ws / "memory" / "MEMORY.md").write_text("[x](gone.md) [s](style.md) [s](style.md)\n")
+    (ws / "memory" / "demo" / "notes").mkdir(parents=True)
+    before = snapshot(tmp_path)
+    for extra in ((), ("--json",), ("--strict", "-v")):
+        assert doctor(ws, *extra).exit_code == 1
+    assert snapshot(tmp_path) == before
