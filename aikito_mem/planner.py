@@ -152,8 +152,9 @@ class _CheckoutPlanner:
                 if rel not in self.desired:
                     self.findings.append(Finding(
                         "memory.empty_directory", "warning",
-                        f"preserved empty directory {self.target(rel)}: aikito did not "
-                        "create it (rmdir it yourself if it is not needed)",
+                        f"preserved empty directory {self.target(rel)}: aikito removes only "
+                        "directories its own unlinks empty (an interrupted run can leave "
+                        "one behind) — rmdir it yourself if it is not needed",
                         self.target(rel),
                     ))
                 continue

@@ -316,6 +316,56 @@ def test_eacces_as_unprivileged_user(tmp_path: Path) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def test_eacces_in_a_forked_unprivileged_child() -> None:
+    """EACCES as a real unprivileged user, without exec'ing the interpreter (which may live
+    where uid 65534 cannot read it): fork, drop to 65534, sync in-process."""
+    if os.geteuid() != 0:
+        pytest.skip("runs as root only (drops to uid 65534 in a forked child)")
+    root = tempfile.mkdtemp(prefix="aikito-eacces-fork-")
+    try:
+        os.chmod(root, 0o755)
+        w = World(root)
+        w.refs(["a.md", "b.md"])
+        os.makedirs(w.mem)
+        for d in (w.root, w.ws, w.co, w.home, w.outside):
+            os.chmod(d, 0o755)
+        before = tree_sig(w.root)
+        rfd, wfd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child reports through the pipe
+            try:
+                os.close(rfd)
+                os.setgid(65534)
+                os.setuid(65534)
+                from aikito_mem.api import Project
+                from aikito_mem.errors import ExecutionError
+
+                try:
+                    Project.load("demo", workspace=w.ws, environ=w.env()).sync()
+                    out: dict[str, object] = {"error": None}
+                except ExecutionError as exc:
+                    out = {"error": exc.message, "exit": exc.exit_code,
+                           "statuses": [st.value for st in exc.result.statuses]}
+                except BaseException as exc:
+                    out = {"error": repr(exc), "exit": -1}
+                os.write(wfd, json.dumps(out).encode())
+            finally:
+                os._exit(0)
+        os.close(wfd)
+        chunks = []
+        while chunk := os.read(rfd, 65536):
+            chunks.append(chunk)
+        os.close(rfd)
+        os.waitpid(pid, 0)
+        out = json.loads(b"".join(chunks))
+        assert out["exit"] == 5, out
+        assert "Permission denied" in out["error"]
+        assert out["statuses"] == ["not_applied", "not_applied"]
+        assert tree_sig(w.root) == before  # nothing written, no permission changed
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 # -- signals ---------------------------------------------------------------------------------
 
 BIG = [f"r{i:04}.md" for i in range(2000)]
