@@ -17,7 +17,7 @@ import fcntl
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
@@ -183,6 +183,7 @@ def verify(plan: Plan, locks: Locks) -> list[str]:
             diffs.append(f"source {name} appeared ({_what(live)})")
         else:
             diffs.append(f"source {name} is now {_what(live)} (was {_what(rec)})")
+    by_checkout = _by_checkout(plan)
     for co in plan.checkouts:
         if co.state is not CheckoutState.ACTIVE:
             continue
@@ -190,7 +191,7 @@ def verify(plan: Plan, locks: Locks) -> list[str]:
         if fd is None:
             diffs.append(f"checkout {co.path} can no longer be opened")
             continue
-        diffs.extend(_verify_checkout(plan, co, fd))
+        diffs.extend(_verify_checkout(co, fd, by_checkout.get(co.path, ())))
     return diffs
 
 
@@ -206,7 +207,17 @@ def _fd_observed(fd: int) -> Observed:
     return Observed(obs.kind, None, obs.dev, obs.ino, gen)
 
 
-def _verify_checkout(plan: Plan, co: CheckoutPlan, fd: int) -> list[str]:
+def _by_checkout(plan: Plan) -> dict[str, list[tuple[int, Operation]]]:
+    """Operations grouped by checkout once, so per-checkout passes stay linear ([P6])."""
+    groups: dict[str, list[tuple[int, Operation]]] = {}
+    for i, op in enumerate(plan.operations):
+        groups.setdefault(op.checkout, []).append((i, op))
+    return groups
+
+
+def _verify_checkout(
+    co: CheckoutPlan, fd: int, ops: Iterable[tuple[int, Operation]]
+) -> list[str]:
     diffs: list[str] = []
     dirs = dict(co.dirs)
     root = dirs.get("")
@@ -227,9 +238,8 @@ def _verify_checkout(plan: Plan, co: CheckoutPlan, fd: int) -> list[str]:
     # for a directory): a target below one is verified through that entry above, never
     # by following it (which would observe the source behind the link).
     not_dirs = tuple(f"{rel}/" for rel, rec in co.dirs if rel and rec.kind is not Kind.DIR)
-    for op in plan.operations:
-        if op.checkout != co.path or op.action not in (Action.CREATE, Action.NOOP,
-                                                         Action.UNLINK):
+    for _, op in ops:
+        if op.action not in (Action.CREATE, Action.NOOP, Action.UNLINK):
             continue
         rel = op.target[len(prefix):]
         if not_dirs and rel.startswith(not_dirs):
@@ -238,7 +248,7 @@ def _verify_checkout(plan: Plan, co: CheckoutPlan, fd: int) -> list[str]:
         if not _same(op.observed, live, identity=True):
             diffs.append(f"target {op.target} is now {_what(live)} "
                          f"(was {_what(op.observed)})")
-    return sorted(set(diffs), key=diffs.index)
+    return list(dict.fromkeys(diffs))
 
 
 # -- writes ([E4], [E5]) -----------------------------------------------------------------
@@ -405,14 +415,12 @@ class _Writer:
             raise _Drift(f"target {op.target} appeared") from None
 
 
-def _write_order(plan: Plan, co: CheckoutPlan) -> list[int]:
+def _write_order(plan: Plan, ops: Iterable[tuple[int, Operation]]) -> list[int]:
     """Indices of ``co``'s writes in [E4] order: unlinks, prunes (deepest first), links."""
     unlinks: list[int] = []
     prunes: list[int] = []
     links: list[int] = []
-    for i, op in enumerate(plan.operations):
-        if op.checkout != co.path:
-            continue
+    for i, op in ops:
         if op.action is Action.UNLINK:
             (prunes if op.entry == "directory" else unlinks).append(i)
         elif op.action is Action.CREATE:
@@ -521,10 +529,11 @@ def _apply(plan: Plan, locks: Locks, signals: _Signals) -> SyncResult:
             ) from None
         registered = True
 
+    by_checkout = _by_checkout(plan)
     for co in plan.checkouts:
         if co.state is not CheckoutState.ACTIVE:
             continue
-        order = _write_order(plan, co)
+        order = _write_order(plan, by_checkout.get(co.path, ()))
         if not order:
             continue
         writer = _Writer(co, locks.fds[co.path])

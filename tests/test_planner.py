@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 
 from aikito_mem import planner
-from aikito_mem.execute import _write_order
+from aikito_mem.execute import _by_checkout, _write_order
 from aikito_mem.model import (
     ABSENT,
     Action,
@@ -428,7 +428,7 @@ def test_p2_directories_emptied_by_unlinks_are_removed_deepest_first() -> None:
     assert all(op.target != BASE for op in plan.operations)
     # Execution order ([E4]): unlinks, then prunes deepest first, then links.
     order = [plan.operations[i].target.removeprefix(BASE + "/")
-             for i in _write_order(plan, plan.checkouts[0])]
+             for i in _write_order(plan, _by_checkout(plan)[plan.checkouts[0].path])]
     assert order == ["team/b.md", "team/sub/a.md", "team/sub", "team", "glossary"]
     assert plan.findings == ()
 
@@ -484,9 +484,9 @@ def test_p2_desired_directory_full_of_owned_links_is_replaced() -> None:
         ("UNLINK", "INV-MEM-06", ".agents/memory/team/a.md", "link"),
     ]
     order = [plan.operations[i].target.removeprefix(BASE + "/")
-             for i in _write_order(plan, plan.checkouts[0])]
+             for i in _write_order(plan, _by_checkout(plan)[plan.checkouts[0].path])]
     assert order == ["team/a.md", "team", "team"]
-    assert [plan.operations[i].action for i in _write_order(plan, plan.checkouts[0])] == [
+    assert [plan.operations[i].action for i in _write_order(plan, _by_checkout(plan)[plan.checkouts[0].path])] == [
         Action.UNLINK, Action.UNLINK, Action.CREATE]
 
 
