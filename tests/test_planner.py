@@ -486,7 +486,8 @@ def test_p2_desired_directory_full_of_owned_links_is_replaced() -> None:
     order = [plan.operations[i].target.removeprefix(BASE + "/")
              for i in _write_order(plan, _by_checkout(plan)[plan.checkouts[0].path])]
     assert order == ["team/a.md", "team", "team"]
-    assert [plan.operations[i].action for i in _write_order(plan, _by_checkout(plan)[plan.checkouts[0].path])] == [
+    first = _by_checkout(plan)[plan.checkouts[0].path]
+    assert [plan.operations[i].action for i in _write_order(plan, first)] == [
         Action.UNLINK, Action.UNLINK, Action.CREATE]
 
 
