@@ -12,8 +12,13 @@ from collections.abc import Mapping
 import attrs
 
 from aikito_mem import checkouts as _checkouts
-from aikito_mem.config import list_projects, load_project_config
-from aikito_mem.discovery import Workspace, resolve_workspace
+from aikito_mem.config import (
+    list_projects,
+    load_project_config,
+    parse_project_config,
+    read_config_bytes,
+)
+from aikito_mem.discovery import Workspace, home_directory, resolve_workspace
 from aikito_mem.errors import ConfigError, ProjectPrepareConflictError
 from aikito_mem.execute import Locks, execute, planned_result
 from aikito_mem.model import (
@@ -129,7 +134,9 @@ class Project:
                     found.append((name, slot.path))
                     break
         if len(found) == 1:
-            return cls(config=configs[found[0][0]], workspace=ws)
+            project = cls(config=configs[found[0][0]], workspace=ws)
+            project._environ = environ
+            return project
         skipped = f" (projects with a broken agent.toml: {', '.join(broken)})" if broken else ""
         if not found:
             raise ConfigError(
@@ -172,6 +179,7 @@ class Project:
             checkouts=views,
             explicit_path=explicit,
             register=register,
+            home=self._home(),
         )
         return _identify(plan)
 
@@ -218,18 +226,31 @@ class Project:
             # Observe after the lock: a concurrent sync that held it has finished — and
             # may have changed agent.toml (registered this very path): re-read it, so the
             # later syncs find nothing left to do instead of a stale plan ([E3]).
-            project = Project(
-                config=load_project_config(self.workspace, self.name,
-                                           environ=self._environ),
-                workspace=self.ws,
-            )
-            observer = Observer()
-            slots, explicit, reg = project._slots(path, observer, register=register)
-            locks.acquire(
-                [s.path for s in slots if s.state is CheckoutState.ACTIVE], lock_timeout
-            )
+            project = self._reloaded()
+            if project is not self:
+                slots, explicit, reg = project._slots(path, Observer(), register=register)
+                locks.acquire(
+                    [s.path for s in slots if s.state is CheckoutState.ACTIVE], lock_timeout
+                )
             plan = project._plan(slots, Observer(), explicit=explicit, register=reg)
             return execute(plan, locks=locks)
+
+    def _reloaded(self) -> Project:
+        """``self`` when ``agent.toml`` still has the bytes it was loaded from, else a
+        project loaded from the new bytes (parsed only then: [P6])."""
+        import hashlib
+
+        data, project_dir, config_path = read_config_bytes(self.workspace, self.name)
+        if hashlib.sha256(data).hexdigest() == self.config.sha256:
+            return self
+        config = parse_project_config(data, name=self.name, project_dir=project_dir,
+                                      config_path=config_path, home=self._home())
+        project = Project(config=config, workspace=self.ws)
+        project._environ = self._environ
+        return project
+
+    def _home(self) -> str:
+        return home_directory(self._environ) or ""
 
     def prepare(self, agent: str, path: str | None = None) -> PreparedProject:
         """Make one checkout's memory ready for an agent session ([A3], INV-MEM-12).

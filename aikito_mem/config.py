@@ -190,6 +190,14 @@ def load_project_config(
     )
 
 
+def read_config_bytes(workspace_root: str, name: str) -> tuple[bytes, str, str]:
+    """The exact bytes of a project's ``agent.toml``, its project dir and its path."""
+    _check_project_name(name)
+    project_dir = os.path.join(workspace_root, "projects", name)
+    config_path = os.path.join(project_dir, "agent.toml")
+    return _read_config_bytes(name, project_dir, config_path), project_dir, config_path
+
+
 def list_projects(workspace_root: str) -> tuple[str, ...]:
     """Sorted names of the directories under ``<ws>/projects`` that hold an ``agent.toml``.
 

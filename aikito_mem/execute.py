@@ -144,22 +144,35 @@ def _short(plan: Plan, path: str) -> str:
 
 def verify(plan: Plan, locks: Locks) -> list[str]:
     """Every difference between the recorded observations and the live world."""
-    from aikito_mem.config import load_project_config
+    import hashlib
+
+    from aikito_mem.config import parse_project_config, read_config_bytes
     from aikito_mem.errors import ConfigError
 
     diffs: list[str] = []
-    # agent.toml: the memory list, the candidates, the bytes when registering.
+    # agent.toml: the memory list, the candidates, the bytes when registering.  Re-parsed
+    # only when its bytes changed (a parse of 10,000 references is not free).
     try:
-        config = load_project_config(plan.workspace, plan.project)
+        data, project_dir, config_path = read_config_bytes(plan.workspace, plan.project)
     except ConfigError as exc:
-        diffs.append(f"agent.toml can no longer be loaded: {exc.message}")
+        diffs.append(f"agent.toml can no longer be read: {exc.message}")
     else:
-        if config.memory != plan.memory:
-            diffs.append(f"agent.toml memory list changed ({plan.config_path})")
-        if config.candidates != plan.candidates:
-            diffs.append(f"agent.toml checkout paths changed ({plan.config_path})")
-        if plan.config_sha256 is not None and config.sha256 != plan.config_sha256:
+        digest = hashlib.sha256(data).hexdigest()
+        if plan.config_sha256 is not None and digest != plan.config_sha256:
             diffs.append(f"agent.toml bytes changed since planning ({plan.config_path})")
+        if digest != plan.config_digest:
+            try:
+                config = parse_project_config(
+                    data, name=plan.project, project_dir=project_dir,
+                    config_path=config_path, home=plan.home or "",
+                )
+            except ConfigError as exc:
+                diffs.append(f"agent.toml can no longer be loaded: {exc.message}")
+            else:
+                if config.memory != plan.memory:
+                    diffs.append(f"agent.toml memory list changed ({plan.config_path})")
+                if config.candidates != plan.candidates:
+                    diffs.append(f"agent.toml checkout paths changed ({plan.config_path})")
     pm = f"{plan.workspace}/projects/{plan.project}/memory"
     if observe.lstat(pm).exists != plan.project_memory_exists:
         diffs.append(

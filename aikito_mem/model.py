@@ -208,6 +208,11 @@ class Plan:
     register: str | None = None
     #: sha256 of ``agent.toml`` bytes, recorded when registration is planned.
     config_sha256: str | None = None
+    #: sha256 of the ``agent.toml`` bytes the plan was made from (always recorded): when
+    #: the live bytes still match, the memory list and candidates cannot have changed.
+    config_digest: str | None = None
+    #: ``HOME`` used to expand ``~`` in checkout paths (re-used when re-parsing).
+    home: str | None = None
 
     @property
     def conflicts(self) -> tuple[Operation, ...]:

@@ -262,6 +262,7 @@ def build_plan(
     checkouts: tuple[CheckoutView, ...],
     explicit_path: str | None = None,
     register: str | None = None,
+    home: str | None = None,
 ) -> Plan:
     """Plan every checkout against every resource ([P1]–[P5]).  Pure."""
     order = {"UNLINK": 0}
@@ -352,4 +353,6 @@ def build_plan(
         explicit_path=explicit_path,
         register=register,
         config_sha256=config.sha256 if register is not None else None,
+        config_digest=config.sha256,
+        home=home,
     )

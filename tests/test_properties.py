@@ -47,8 +47,9 @@ def plan_json(plan: Plan) -> str:
 
 
 def without_memory_order(plan: Plan) -> Plan:
-    """The plan minus the ``memory`` list as written (the one thing that records order)."""
-    return plan.evolve(memory=tuple(sorted(plan.memory)))
+    """The plan minus what records ``agent.toml`` as written: the ``memory`` list in its
+    order and the digest of the file's bytes."""
+    return plan.evolve(memory=tuple(sorted(plan.memory)), config_digest=None)
 
 
 def checkout_index(plan: Plan) -> dict[str, int]:
