@@ -351,11 +351,19 @@ def _suggest(key: str) -> str | None:
     return None if best is None else best[1]
 
 
+#: References that obviously satisfy [C3]: components of ASCII letters, digits and
+#: ``._-+@=,~`` that start with a letter, digit or ``_`` (so never ``.``, ``..``, empty,
+#: or with white space).  Anything else takes the full check below.
+_PLAIN_REF = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+@=,~-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.+@=,~-]*)*")
+
+
 def reference_problem(ref: str) -> str | None:
     """Check one ``memory`` reference against [C3]: ``None`` if clean, else why not.
 
     The reason reads after the reference: ``'a//b'`` + ``has an empty component``.
     """
+    if len(ref) <= MAX_COMPONENT_BYTES and _PLAIN_REF.fullmatch(ref) is not None:
+        return None  # fast path: printable ASCII names, no '.'/'..' or empty component
     if not ref:
         return "is empty"
     control = _CONTROL.search(ref)

@@ -542,7 +542,7 @@ def _apply(plan: Plan, locks: Locks, signals: _Signals) -> SyncResult:
             ) from None
         registered = True
 
-    by_checkout = _by_checkout(plan)
+    by_checkout = _by_checkout(plan) if plan.changes else {}
     for co in plan.checkouts:
         if co.state is not CheckoutState.ACTIVE:
             continue

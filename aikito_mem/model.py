@@ -234,10 +234,11 @@ class Plan:
         return bool(self.changes) or self.register is not None
 
     def summary(self) -> dict[str, int]:
-        counts = {"create": 0, "noop": 0, "unlink": 0, "conflict": 0, "skip": 0}
+        counts = dict.fromkeys(Action, 0)
         for op in self.operations:
-            counts[op.action.value.lower()] += 1
-        return counts
+            counts[op.action] += 1
+        return {action.value.lower(): counts[action] for action in
+                (Action.CREATE, Action.NOOP, Action.UNLINK, Action.CONFLICT, Action.SKIP)}
 
     def evolve(self, **changes: Any) -> Plan:
         return attrs.evolve(self, **changes)

@@ -31,6 +31,8 @@ from aikito_mem.model import (
 
 MEMORY_DIR = ".agents/memory"
 
+_CREATE, _NOOP, _UNLINK = Action.CREATE, Action.NOOP, Action.UNLINK
+
 #: Rule ids (INV-MEM-xx of shared/reference/memory-runtime-invariants.txt).
 R_CREATE = "INV-MEM-01"
 R_UNSAFE = "INV-MEM-02"
@@ -94,7 +96,8 @@ class _CheckoutPlanner:
         self.desired = {r.rel: r for r in resources.resources if not r.shadowed}
         self.ancestors: set[str] = set()
         for rel in self.desired:
-            self.ancestors.update(_ancestors(rel))
+            if "/" in rel:
+                self.ancestors.update(_ancestors(rel))
         self.ops: list[Operation] = []
         self.findings: list[Finding] = []
         #: Entries the plan removes (unlinked links and pruned directories).
@@ -169,6 +172,13 @@ class _CheckoutPlanner:
     def plan_target(self, res: Resource) -> None:
         rel = res.rel
         obs = self.entries.get(rel, ABSENT)
+        if (res.problem is None and obs.kind is Kind.LINK and obs.literal == res.source
+                and rel not in self.removed):
+            # The steady state, paid once per resource per sync: built directly ([P6]).
+            self.ops.append(Operation(Action.NOOP, R_NOOP, self.view.path,
+                                      f"{self.base}/{rel}", "already linked", res.name,
+                                      res.source, None, "link", obs))
+            return
         kw: dict[str, object] = {"resource": res.name, "source": res.source, "observed": obs}
         if res.problem is not None:
             if res.missing:
@@ -183,7 +193,7 @@ class _CheckoutPlanner:
             self.op(Action.CONFLICT, R_PRESERVE if res.missing else R_UNSAFE, rel,
                     res.problem, remedy=remedy, **kw)
             return
-        for anc in _ancestors(rel):
+        for anc in _ancestors(rel) if "/" in rel else ():
             a_obs = self.entries.get(anc, ABSENT)
             if a_obs.exists and a_obs.kind is not Kind.DIR and anc not in self.removed:
                 self.op(
@@ -265,7 +275,6 @@ def build_plan(
     home: str | None = None,
 ) -> Plan:
     """Plan every checkout against every resource ([P1]–[P5]).  Pure."""
-    order = {"UNLINK": 0}
     ops: list[tuple[tuple[int, str, int], Operation]] = []
     findings: list[Finding] = [*config.findings, *resources.findings]
     planned: list[CheckoutPlan] = []
@@ -312,17 +321,19 @@ def build_plan(
             dirs = cp.dirs()
         planned.append(CheckoutPlan(view.label, view.path, state, view.reason, dirs))
         for op in co_ops:
-            ops.append(((index, op.target, order.get(op.action.value, 1)), op))
+            ops.append(((index, op.target, 0 if op.action is _UNLINK else 1), op))
         co_findings.sort(key=lambda f: (f.path or "", f.code))
         findings.extend(co_findings)
     ops.sort(key=lambda pair: pair[0])
 
-    used: set[str] = set()
-    linked: set[str] = set()
+    used: set[str | None] = set()
+    linked: set[str | None] = set()
     for _, op in ops:
-        if op.action in (Action.CREATE, Action.NOOP) and op.resource is not None:
+        action = op.action
+        if action is _NOOP:
             used.add(op.resource)
-        if op.action is Action.CREATE and op.resource is not None:
+        elif action is _CREATE:
+            used.add(op.resource)
             linked.add(op.resource)
     checks: dict[str, SourceCheck] = {}
     for res in resources.resources:

@@ -18,6 +18,9 @@ from aikito_mem.model import (
 
 SCHEMA = "aikito.sync/1"
 
+_NOOP = Action.NOOP
+_CONFLICT = Action.CONFLICT
+
 
 def _op_json(op: Operation, status: Status, error: str | None) -> dict[str, Any]:
     doc: dict[str, Any] = {
@@ -148,10 +151,12 @@ def text_report(
         if co.state is CheckoutState.OFFLINE and not quiet:
             body.append(style(f"  ~ checkout offline: {co.path}", "cyan"))
         for i, op in ops:
+            a = op.action
+            if (a is _NOOP and not verbose) or (quiet and a is not _CONFLICT):
+                continue
             mark = ""
             if statuses is not None and statuses[i] in (Status.NOT_APPLIED, Status.UNKNOWN):
                 mark = f" [{statuses[i].value}]"
-            a = op.action
             if a is Action.CREATE:
                 line = style(f"  + {op.target} -> {op.source}{mark}", "green")
             elif a is Action.UNLINK:

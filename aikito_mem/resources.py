@@ -9,6 +9,7 @@ Sources are never read: every decision here comes from ``lstat`` (through the sh
 from __future__ import annotations
 
 import os
+from operator import attrgetter
 
 from aikito_mem.model import (
     Finding,
@@ -45,6 +46,7 @@ class _SourceWalker:
     def __init__(self, observer: Observer) -> None:
         self._obs = observer
         self._real: dict[str, str] = {}
+        self._roots: dict[str, tuple[str | None, bool, SourceCheck | None, str]] = {}
 
     def _realpath(self, path: str) -> str:
         try:
@@ -53,25 +55,33 @@ class _SourceWalker:
             real = self._real[path] = os.path.realpath(path)
             return real
 
+    def _check_root(
+        self, root: str, what: str
+    ) -> tuple[str | None, bool, SourceCheck | None, str]:
+        """(problem, missing, the root's check, its real path) — once per root."""
+        try:
+            root_obs = self._obs.lstat(root)
+        except OSError as exc:
+            return f"{what} root {root} cannot be examined: {exc.strerror}", False, None, root
+        check = SourceCheck(root, Observed(root_obs.kind, root_obs.literal))
+        if root_obs.kind is Kind.ABSENT:
+            return f"source does not exist ({root} is missing)", True, check, root
+        if root_obs.kind is not Kind.DIR:
+            return (f"{what} root {root} is {root_obs.describe()}; expected a real directory",
+                    False, check, root)
+        return None, False, check, self._realpath(root)
+
     def check(
         self, root: str, parts: list[str], *, what: str, dir_only: bool = False
     ) -> tuple[str | None, bool, tuple[SourceCheck, ...]]:
         """Return ``(problem, missing, checks)`` for ``root/parts...``."""
-        checks: list[SourceCheck] = []
-        try:
-            root_obs = self._obs.lstat(root)
-        except OSError as exc:
-            return f"{what} root {root} cannot be examined: {exc.strerror}", False, ()
-        checks.append(SourceCheck(root, Observed(root_obs.kind, root_obs.literal)))
-        if root_obs.kind is Kind.ABSENT:
-            return f"source does not exist ({root} is missing)", True, tuple(checks)
-        if root_obs.kind is not Kind.DIR:
-            return (
-                f"{what} root {root} is {root_obs.describe()}; expected a real directory",
-                False,
-                tuple(checks),
-            )
-        real_root = self._realpath(root)
+        root_state = self._roots.get(root)
+        if root_state is None:
+            root_state = self._roots[root] = self._check_root(root, what)
+        problem, missing, root_check, real_root = root_state
+        checks: list[SourceCheck] = [root_check] if root_check is not None else []
+        if problem is not None:
+            return problem, missing, tuple(checks)
         path = root
         physical = root
         last = len(parts) - 1
@@ -198,7 +208,7 @@ def resolve(config: ProjectConfig, workspace: str, observer: Observer) -> Resour
         resources.append(Resource(ref, ref, src, problem=problem, missing=missing,
                                   checks=checks))
 
-    resources.sort(key=lambda r: (r.rel, r.shadowed))
+    resources.sort(key=attrgetter("rel", "shadowed"))
     # [P4]: output must not depend on the order of references in agent.toml.
     findings.sort(key=lambda f: (f.code, f.message))
     return ResourceSet(
