@@ -1,0 +1,279 @@
+"""Timing whole processes, their peak RSS, and their syscalls.
+
+A run is one child process: wall time from spawn to reap (``perf_counter_ns``), exit
+code, and peak RSS from ``os.wait4`` (the child's own ``ru_maxrss``, which covers the
+descendants it waited for). stdout/stderr go to temporary files so a large plan print
+does not block on a pipe and so a failing run can show its stderr tail.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Syscalls that touch the filesystem namespace or file metadata ("fs-ish"). read/write/
+# close/fcntl/ioctl/flock are counted in "all" only.
+FS_SYSCALLS = frozenset(
+    (
+        "stat",
+        "lstat",
+        "fstat",
+        "newfstatat",
+        "fstatat64",
+        "statx",
+        "statfs",
+        "fstatfs",
+        "access",
+        "faccessat",
+        "faccessat2",
+        "readlink",
+        "readlinkat",
+        "open",
+        "openat",
+        "openat2",
+        "creat",
+        "getdents",
+        "getdents64",
+        "symlink",
+        "symlinkat",
+        "link",
+        "linkat",
+        "mkdir",
+        "mkdirat",
+        "unlink",
+        "unlinkat",
+        "rmdir",
+        "rename",
+        "renameat",
+        "renameat2",
+        "chdir",
+        "fchdir",
+        "getcwd",
+        "chmod",
+        "fchmod",
+        "fchmodat",
+        "chown",
+        "fchown",
+        "fchownat",
+        "lchown",
+        "utime",
+        "utimes",
+        "utimensat",
+        "futimesat",
+        "truncate",
+        "ftruncate",
+        "mknod",
+        "mknodat",
+        "getxattr",
+        "lgetxattr",
+        "fgetxattr",
+        "listxattr",
+        "llistxattr",
+        "flistxattr",
+    )
+)
+
+
+@dataclass
+class Sample:
+    ms: float
+    rc: int
+    rss_kb: int
+
+
+@dataclass
+class Row:
+    """One line of the result table."""
+
+    workload: str
+    variant: str
+    tool: str
+    cmd: list[str] = field(default_factory=list)
+    samples: list[Sample] = field(default_factory=list)
+    error: str = ""
+    note: str = ""
+    missing: str = ""  # the peer is not installed: why
+    sys_all: float | None = None  # syscalls per resource (net of an empty project)
+    sys_fs: float | None = None
+    capped: int = 0  # runs requested, when fewer were made to stay within the budget
+
+    @property
+    def times(self) -> list[float]:
+        return [s.ms for s in self.samples]
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.samples) and not self.error and not self.missing
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.times) if self.ok else None
+
+    @property
+    def rss_mb(self) -> float | None:
+        return max(s.rss_kb for s in self.samples) / 1024 if self.samples else None
+
+    def spread(self) -> tuple[float, float, float, float] | None:
+        """(min, q1, q3, max) of the timings."""
+        t = sorted(self.times)
+        if not t:
+            return None
+        if len(t) >= 4:
+            q = statistics.quantiles(t, n=4)
+            return t[0], q[0], q[2], t[-1]
+        return t[0], t[0], t[-1], t[-1]
+
+    def as_dict(self) -> dict[str, object]:
+        sp = self.spread()
+        return {
+            "workload": self.workload,
+            "variant": self.variant,
+            "tool": self.tool,
+            "cmd": self.cmd,
+            "runs": len(self.samples),
+            "runs_requested": self.capped or len(self.samples),
+            "median_ms": self.median,
+            "min_ms": sp[0] if sp else None,
+            "q1_ms": sp[1] if sp else None,
+            "q3_ms": sp[2] if sp else None,
+            "max_ms": sp[3] if sp else None,
+            "samples_ms": [round(s.ms, 3) for s in self.samples],
+            "peak_rss_mb": self.rss_mb,
+            "syscalls_per_resource": self.sys_all,
+            "fs_syscalls_per_resource": self.sys_fs,
+            "error": self.error or None,
+            "missing": self.missing or None,
+            "note": self.note or None,
+        }
+
+
+def _tail(path: Path, n: int = 400) -> str:
+    try:
+        data = path.read_bytes()[-n:]
+    except OSError:
+        return ""
+    return data.decode("utf-8", "replace").strip().replace("\n", " | ")
+
+
+def run_once(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[Sample, str]:
+    """Run ``cmd`` once; returns the sample and (on failure) a short stderr/stdout tail."""
+    with tempfile.TemporaryDirectory(prefix="aikito-bench-out-") as tmp:
+        out, err = Path(tmp) / "out", Path(tmp) / "err"
+        with open(out, "wb") as fo, open(err, "wb") as fe:
+            t0 = time.perf_counter_ns()
+            try:
+                proc = subprocess.Popen(
+                    cmd, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, env=env, cwd=cwd
+                )
+            except OSError as exc:
+                return Sample(0.0, 127, 0), f"cannot start: {exc}"
+            _, status, usage = os.wait4(proc.pid, 0)
+            t1 = time.perf_counter_ns()
+        rc = os.waitstatus_to_exitcode(status)
+        proc.returncode = rc  # reaped by wait4: keep Popen from waiting again
+        tail = ""
+        if rc != 0:
+            tail = _tail(err) or _tail(out)
+        return Sample((t1 - t0) / 1e6, rc, int(usage.ru_maxrss)), tail
+
+
+@dataclass
+class Item:
+    """One command to time inside a round-robin group."""
+
+    row: Row
+    env: dict[str, str]
+    cwd: Path
+    setup: Callable[[], None] | None = None  # before every run, untimed
+    check: Callable[[], str] | None = None  # after the first run: a note if the job is wrong
+    want: int = 0  # runs still wanted (set by measure_many)
+
+
+def measure_many(items: list[Item], runs: int, budget_s: float) -> None:
+    """Time every item ``runs`` times, round-robin: run 1 of each, then run 2 of each...
+
+    Interleaving spreads the noise of a shared machine over all tools alike, so ratios
+    between rows of one group are fair. An item whose first run is slow gets fewer runs
+    (as many as fit in ``budget_s`` seconds, at least 1; ``row.capped`` records the
+    request). A failing run ends that item with an error, never the group.
+    """
+    for it in items:
+        it.want = runs
+    for i in range(runs):
+        for it in items:
+            row = it.row
+            if row.error or i >= it.want:
+                continue
+            if it.setup is not None:
+                it.setup()
+            sample, tail = run_once(row.cmd, it.env, it.cwd)
+            row.samples.append(sample)
+            if sample.rc != 0:
+                row.error = f"exit {sample.rc}: {tail[-300:]}" if tail else f"exit {sample.rc}"
+                continue
+            if i == 0:
+                if it.check is not None:
+                    row.note = it.check()
+                fits = int(budget_s * 1000 // max(sample.ms, 0.001))
+                if fits < runs:
+                    row.capped = runs
+                    it.want = max(1, fits)
+
+
+def measure(
+    row: Row,
+    env: dict[str, str],
+    cwd: Path,
+    runs: int,
+    budget_s: float,
+    setup: Callable[[], None] | None = None,
+) -> Row:
+    """Time one command (see ``measure_many``)."""
+    measure_many([Item(row, env, cwd, setup)], runs, budget_s)
+    return row
+
+
+def strace_counts(
+    strace: str, cmd: list[str], env: dict[str, str], cwd: Path
+) -> tuple[dict[str, int], str]:
+    """Per-syscall call counts of ``cmd`` (``strace -f -c``); ('', error) on failure."""
+    with tempfile.TemporaryDirectory(prefix="aikito-bench-strace-") as tmp:
+        out = Path(tmp) / "strace.txt"
+        r = subprocess.run(
+            [strace, "-f", "-c", "-o", str(out), "--", *cmd],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            env=env,
+            cwd=cwd,
+            check=False,
+        )
+        if r.returncode != 0:
+            tail = r.stderr.decode("utf-8", "replace").strip()[-300:].replace("\n", " | ")
+            return {}, f"exit {r.returncode} under strace: {tail}"
+        counts: dict[str, int] = {}
+        for line in out.read_text().splitlines():
+            parts = line.split()
+            # "% time  seconds  usecs/call  calls  [errors]  syscall"
+            if len(parts) in (5, 6) and parts[0][0].isdigit() and parts[-1] != "total":
+                try:
+                    counts[parts[-1]] = counts.get(parts[-1], 0) + int(parts[3])
+                except ValueError:
+                    continue
+        return counts, ""
+
+
+def per_resource(
+    counts: dict[str, int], baseline: dict[str, int], resources: int
+) -> tuple[float, float]:
+    """(all, fs-ish) syscalls per resource, net of the baseline."""
+    names = set(counts) | set(baseline)
+    net = {n: counts.get(n, 0) - baseline.get(n, 0) for n in names}
+    total = sum(net.values())
+    fs = sum(v for n, v in net.items() if n in FS_SYSCALLS)
+    return total / resources, fs / resources
