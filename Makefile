@@ -27,7 +27,8 @@ demo: $(STAMP)
 	$(PY) fixtures/demo.py
 
 bench: $(STAMP)
-	$(PY) bench/bench.py
+	$(PY) -m compileall -q aikito_mem
+	$(PY) bench/bench.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
