@@ -195,6 +195,20 @@ def sync_project(
         _finish(outcome="interrupted", exit_code=130, project=project_name, workspace=ws_root,
                 error=InterruptedError_("interrupted before any write; nothing was written",
                                         signum=2), **common)
+    except OSError as exc:
+        _finish(outcome="failed", exit_code=5, project=project_name, workspace=ws_root,
+                error=_os_error(exc), **common)
+
+
+def _os_error(exc: OSError) -> AikitoError:
+    """An environment failure outside the executor's own reporting (exit 5, no traceback)."""
+    from aikito_mem.errors import ExecutionError
+
+    where = f" on {exc.filename}" if exc.filename else ""
+    return ExecutionError(
+        f"{exc.strerror or exc}{where}; nothing more was attempted — fix the cause "
+        "(permissions, disk, mounts) and run again", path=exc.filename,
+    )
 
 
 @cli.command("apply")
@@ -239,6 +253,9 @@ def apply_cmd(
         plan_, result_ = _plan_of(exc)
         _finish(outcome=exc.outcome, exit_code=exc.exit_code, project=project_name,
                 workspace=ws_root, plan=plan_, result=result_, error=exc, **common)
+    except OSError as exc:
+        _finish(outcome="failed", exit_code=5, project=project_name, workspace=ws_root,
+                error=_os_error(exc), **common)
 
 
 from aikito_mem.cli_more import adopt_cmd, doctor_cmd, status_cmd  # noqa: E402

@@ -1,0 +1,41 @@
+"""The CLI's last safety net: an environment failure outside the executor's own reporting
+(here ``flock`` failing with ENOLCK, as on some network filesystems) is exit 5 with one
+JSON document and no traceback; nothing is written."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+
+import pytest
+from click.testing import CliRunner
+
+from aikito_mem.cli import cli
+from tests.conftest import WS
+
+
+def test_flock_failure_is_exit_5_without_traceback(
+    ws: WS, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws.add_file("a.md", "a")
+    co = ws.checkout("co")
+    ws.write_config("demo", memory=["a.md"], paths=[co])
+
+    def broken_flock(fd: int, op: int) -> None:
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr("aikito_mem.execute.fcntl.flock", broken_flock)
+    res = CliRunner().invoke(cli, ["--workspace", ws.root, "sync", "project", "demo", "--json"])
+    assert res.exit_code == 5, res.output
+    doc = json.loads(res.output)
+    assert doc["outcome"] == "failed"
+    assert doc["exit_code"] == 5
+    assert "No locks available" in doc["error"]["message"]
+    assert res.exception is None or isinstance(res.exception, SystemExit)
+    assert not os.path.lexists(f"{co}/.agents")
+
+    text = CliRunner().invoke(cli, ["--workspace", ws.root, "sync", "project", "demo"])
+    assert text.exit_code == 5
+    assert "Traceback" not in text.output
+    assert "No locks available" in text.output
