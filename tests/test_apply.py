@@ -4,10 +4,8 @@ the registration of an explicit checkout ([K4]) as a compare-and-swap on ``agent
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import stat
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -17,36 +15,7 @@ from click.testing import CliRunner, Result
 
 from aikito_mem.cli import cli
 from tests.conftest import WS
-
-Entry = tuple[int, int, int, int, int, str]
-
-
-def snapshot(*roots: str | Path) -> dict[str, Entry]:
-    out: dict[str, Entry] = {}
-
-    def add(path: str) -> None:
-        st = os.lstat(path)
-        if stat.S_ISLNK(st.st_mode):
-            content = "-> " + os.readlink(path)
-        elif stat.S_ISREG(st.st_mode):
-            content = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-        else:
-            content = ""
-        out[path] = (st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
-                     content)
-
-    for root in map(str, roots):
-        if not os.path.lexists(root):
-            continue
-        add(root)
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-            for name in dirnames + filenames:
-                add(os.path.join(dirpath, name))
-    return out
-
-
-def changed(before: dict[str, Entry], after: dict[str, Entry]) -> set[str]:
-    return {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
+from tests.snapshots import changed, snapshot
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> Result:

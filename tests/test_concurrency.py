@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
-import stat
 import subprocess
 import sys
 import time
@@ -19,32 +17,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import WS
-
-Entry = tuple[int, int, int, int, int, str]
-
-
-def snapshot(*roots: str | Path) -> dict[str, Entry]:
-    out: dict[str, Entry] = {}
-
-    def add(path: str) -> None:
-        st = os.lstat(path)
-        if stat.S_ISLNK(st.st_mode):
-            content = "-> " + os.readlink(path)
-        elif stat.S_ISREG(st.st_mode):
-            content = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-        else:
-            content = ""
-        out[path] = (st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
-                     content)
-
-    for root in map(str, roots):
-        if not os.path.lexists(root):
-            continue
-        add(root)
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-            for name in dirnames + filenames:
-                add(os.path.join(dirpath, name))
-    return out
+from tests.snapshots import snapshot
 
 
 def build(ws: WS) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import json
 import os
 import signal
@@ -30,37 +29,9 @@ from aikito_mem.cli import cli
 from aikito_mem.errors import ExecutionError, StalePlanError
 from aikito_mem.model import Action, Status
 from tests.conftest import WS
+from tests.snapshots import Entry, snapshot
 
 # --------------------------------------------------------------------------- helpers
-
-Entry = tuple[int, int, int, int, int, str]
-
-
-def snapshot(*roots: str | Path) -> dict[str, Entry]:
-    """Every entry under ``roots`` (never following links): mode, inode, size, mtime_ns,
-    ctime_ns and content (sha256 of a file's bytes, a link's literal)."""
-    out: dict[str, Entry] = {}
-
-    def add(path: str) -> None:
-        st = os.lstat(path)
-        if stat.S_ISLNK(st.st_mode):
-            content = "-> " + os.readlink(path)
-        elif stat.S_ISREG(st.st_mode):
-            content = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-        else:
-            content = ""
-        out[path] = (st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
-                     content)
-
-    for root in map(str, roots):
-        if not os.path.lexists(root):
-            continue
-        add(root)
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-            for name in dirnames + filenames:
-                add(os.path.join(dirpath, name))
-    return out
-
 
 def diff(before: dict[str, Entry], after: dict[str, Entry]) -> list[str]:
     keys = sorted(set(before) | set(after))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import inspect
 import os
 import stat
@@ -21,33 +20,7 @@ from aikito_mem.api import PreparedProject
 from aikito_mem.errors import ConfigError, ConflictError
 from aikito_mem.model import Action, Operation, Status
 from tests.conftest import WS
-
-Entry = tuple[int, int, int, int, int, str]
-
-
-def snapshot(*roots: str | Path) -> dict[str, Entry]:
-    out: dict[str, Entry] = {}
-
-    def add(path: str) -> None:
-        st = os.lstat(path)
-        if stat.S_ISLNK(st.st_mode):
-            content = "-> " + os.readlink(path)
-        elif stat.S_ISREG(st.st_mode):
-            content = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-        else:
-            content = ""
-        out[path] = (st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
-                     content)
-
-    for root in map(str, roots):
-        if not os.path.lexists(root):
-            continue
-        add(root)
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-            for name in dirnames + filenames:
-                add(os.path.join(dirpath, name))
-    return out
-
+from tests.snapshots import snapshot
 
 REFS = ["top.md", "team/a.md", "glossary"]
 

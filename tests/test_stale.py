@@ -8,11 +8,9 @@ checkout, workspace and HOME) and executes: ``StalePlanError`` / exit 3 with
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
-import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,34 +22,7 @@ from aikito_mem.errors import StalePlanError
 from aikito_mem.model import Action
 from aikito_mem.observe import generation
 from tests.conftest import WS
-
-Entry = tuple[int, int, int, int, int, str]
-
-
-def snapshot(*roots: str | Path) -> dict[str, Entry]:
-    """lstat (mode, inode, size, mtime_ns, ctime_ns) + readlink / sha256 of every entry."""
-    out: dict[str, Entry] = {}
-
-    def add(path: str) -> None:
-        st = os.lstat(path)
-        if stat.S_ISLNK(st.st_mode):
-            content = "-> " + os.readlink(path)
-        elif stat.S_ISREG(st.st_mode):
-            content = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-        else:
-            content = ""
-        out[path] = (st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
-                     content)
-
-    for root in map(str, roots):
-        if not os.path.lexists(root):
-            continue
-        add(root)
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-            for name in dirnames + filenames:
-                add(os.path.join(dirpath, name))
-    return out
-
+from tests.snapshots import snapshot
 
 FIRST = ["glossary", "team/a.md"]
 WANTED = ["glossary", "team/a.md", "top.md", "adr"]

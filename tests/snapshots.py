@@ -1,0 +1,42 @@
+"""Before/after snapshots of real trees: the one helper every "nothing else changed" test
+uses — lstat (mode, inode, size, ``mtime_ns``, ``ctime_ns``) plus the link literal or the
+sha256 of the content of every entry, never following links."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+Entry = tuple[int, int, int, int, int, str]
+
+
+def snapshot(*roots: str | Path) -> dict[str, Entry]:
+    """Every entry under ``roots`` (the roots included), keyed by path."""
+    out: dict[str, Entry] = {}
+
+    def add(path: str) -> None:
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode):
+            content = "-> " + os.readlink(path)
+        elif stat.S_ISREG(st.st_mode):
+            content = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        else:
+            content = ""
+        out[path] = (st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                     content)
+
+    for root in map(str, roots):
+        if not os.path.lexists(root):
+            continue
+        add(root)
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+            for name in dirnames + filenames:
+                add(os.path.join(dirpath, name))
+    return out
+
+
+def changed(before: dict[str, Entry], after: dict[str, Entry]) -> set[str]:
+    """Paths added, removed or altered between two snapshots."""
+    return {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
