@@ -23,24 +23,7 @@ from aikito_mem.api import Project
 from aikito_mem.cli import cli
 from aikito_mem.errors import ConfigError
 from aikito_mem.model import Action
-
-Snap = dict[str, tuple[int, int, int, int, int, str | None]]
-
-
-def snapshot(root: Path) -> Snap:
-    out: Snap = {}
-
-    def add(path: str) -> None:
-        st = os.lstat(path)
-        literal = os.readlink(path) if stat.S_ISLNK(st.st_mode) else None
-        out[path] = (st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, literal)
-
-    add(str(root))
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        for name in dirnames + filenames:
-            add(os.path.join(dirpath, name))
-    return out
-
+from tests.snapshots import snapshot
 
 CONFIG = """\
 # the demo project

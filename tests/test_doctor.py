@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import stat
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -16,24 +15,9 @@ from click.testing import CliRunner, Result
 
 from aikito_mem.cli import cli
 from aikito_mem.doctor import check_index, run
+from tests.snapshots import snapshot
 
-Snap = dict[str, tuple[int, int, int, int, int, str | None]]
 HAS_GIT = shutil.which("git") is not None
-
-
-def snapshot(root: Path) -> Snap:
-    out: Snap = {}
-
-    def add(path: str) -> None:
-        st = os.lstat(path)
-        literal = os.readlink(path) if stat.S_ISLNK(st.st_mode) else None
-        out[path] = (st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, literal)
-
-    add(str(root))
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        for name in dirnames + filenames:
-            add(os.path.join(dirpath, name))
-    return out
 
 
 def make_ws(tmp: Path, paths: list[Path] | None = None, memory: list[str] | None = None) -> Path:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -13,24 +12,7 @@ from click.testing import CliRunner, Result
 
 from aikito_mem.api import Project
 from aikito_mem.cli import cli
-
-Snap = dict[str, tuple[int, int, int, int, int, str | None]]
-
-
-def snapshot(root: Path) -> Snap:
-    """lstat + readlink of every entry below ``root`` (never through links)."""
-    out: Snap = {}
-
-    def add(path: str) -> None:
-        st = os.lstat(path)
-        literal = os.readlink(path) if stat.S_ISLNK(st.st_mode) else None
-        out[path] = (st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, literal)
-
-    add(str(root))
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        for name in dirnames + filenames:
-            add(os.path.join(dirpath, name))
-    return out
+from tests.snapshots import snapshot
 
 
 def make_ws(tmp: Path) -> Path:
