@@ -1,9 +1,11 @@
 """Timing whole processes, their peak RSS, and their syscalls.
 
 A run is one child process: wall time from spawn to reap (``perf_counter_ns``), exit
-code, and peak RSS from ``os.wait4`` (the child's own ``ru_maxrss``, which covers the
-descendants it waited for). stdout/stderr go to temporary files so a large plan print
-does not block on a pipe and so a failing run can show its stderr tail.
+code, and from ``os.wait4`` its CPU time (``ru_utime + ru_stime``) and peak RSS
+(``ru_maxrss``); both cover the descendants it waited for. CPU time is far less noisy
+than wall time on a VM whose CPU is stolen by its neighbours. stdout/stderr go to
+temporary files so a large plan print does not block on a pipe and so a failing run can
+show its stderr tail.
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ class Sample:
     ms: float
     rc: int
     rss_kb: int
+    cpu_ms: float = 0.0  # user + system CPU time of the child (and what it waited for)
 
 
 @dataclass
@@ -102,6 +105,7 @@ class Row:
     sys_all: float | None = None  # syscalls per resource (net of an empty project)
     sys_fs: float | None = None
     capped: int = 0  # runs requested, when fewer were made to stay within the budget
+    rss_probe_kb: int | None = None  # peak RSS from one untimed run under /usr/bin/time
 
     @property
     def times(self) -> list[float]:
@@ -116,7 +120,14 @@ class Row:
         return statistics.median(self.times) if self.ok else None
 
     @property
+    def cpu_median(self) -> float | None:
+        return statistics.median(s.cpu_ms for s in self.samples) if self.ok else None
+
+    @property
     def rss_mb(self) -> float | None:
+        """Peak RSS: the /usr/bin/time probe when made, else the wait4 value (see run_once)."""
+        if self.rss_probe_kb is not None:
+            return self.rss_probe_kb / 1024
         return max(s.rss_kb for s in self.samples) / 1024 if self.samples else None
 
     def spread(self) -> tuple[float, float, float, float] | None:
@@ -144,7 +155,11 @@ class Row:
             "q3_ms": sp[2] if sp else None,
             "max_ms": sp[3] if sp else None,
             "samples_ms": [round(s.ms, 3) for s in self.samples],
+            "cpu_median_ms": self.cpu_median,
+            "cpu_samples_ms": [round(s.cpu_ms, 3) for s in self.samples],
             "peak_rss_mb": self.rss_mb,
+            "peak_rss_source": "time -f %M" if self.rss_probe_kb is not None else "wait4",
+            "wait4_maxrss_mb": max(s.rss_kb for s in self.samples) / 1024 if self.samples else None,
             "syscalls_per_resource": self.sys_all,
             "fs_syscalls_per_resource": self.sys_fs,
             "error": self.error or None,
@@ -162,7 +177,12 @@ def _tail(path: Path, n: int = 400) -> str:
 
 
 def run_once(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[Sample, str]:
-    """Run ``cmd`` once; returns the sample and (on failure) a short stderr/stdout tail."""
+    """Run ``cmd`` once; returns the sample and (on failure) a short stderr/stdout tail.
+
+    The sample's ``rss_kb`` is only an upper bound: Linux starts a child's ``ru_maxrss``
+    at the high-water mark of the address space it was forked (here: vforked) from, so
+    it is never below the harness's own peak RSS. ``rss_probe`` gives the child's own.
+    """
     with tempfile.TemporaryDirectory(prefix="aikito-bench-out-") as tmp:
         out, err = Path(tmp) / "out", Path(tmp) / "err"
         with open(out, "wb") as fo, open(err, "wb") as fe:
@@ -180,7 +200,8 @@ def run_once(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[Sample, st
         tail = ""
         if rc != 0:
             tail = _tail(err) or _tail(out)
-        return Sample((t1 - t0) / 1e6, rc, int(usage.ru_maxrss)), tail
+        cpu = (usage.ru_utime + usage.ru_stime) * 1000
+        return Sample((t1 - t0) / 1e6, rc, int(usage.ru_maxrss), cpu), tail
 
 
 @dataclass
@@ -195,13 +216,14 @@ class Item:
     want: int = 0  # runs still wanted (set by measure_many)
 
 
-def measure_many(items: list[Item], runs: int, budget_s: float) -> None:
+def measure_many(items: list[Item], runs: int, budget_s: float, probe: bool = True) -> None:
     """Time every item ``runs`` times, round-robin: run 1 of each, then run 2 of each...
 
     Interleaving spreads the noise of a shared machine over all tools alike, so ratios
     between rows of one group are fair. An item whose first run is slow gets fewer runs
     (as many as fit in ``budget_s`` seconds, at least 1; ``row.capped`` records the
-    request). A failing run ends that item with an error, never the group.
+    request). A failing run ends that item with an error, never the group. With
+    ``probe``, each item then gets one untimed peak-RSS run (``rss_probe``).
     """
     for it in items:
         it.want = runs
@@ -224,6 +246,44 @@ def measure_many(items: list[Item], runs: int, budget_s: float) -> None:
                 if fits < runs:
                     row.capped = runs
                     it.want = max(1, fits)
+    for it in items:  # after the timed runs: they are never preceded by a probe
+        if probe and it.row.ok:
+            rss_probe(it, budget_s * 1000 / 5)
+
+
+# GNU time, when installed: it forks its child from a small process, so the %M it
+# reports is the child's own peak RSS (plus at most time's own ~2 MB).
+TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
+
+
+def rss_probe(item: Item, max_ms: float) -> None:
+    """One untimed run of ``item`` under ``/usr/bin/time -f %M`` for its true peak RSS.
+
+    Skipped (the wait4 upper bound stays) when GNU time is missing or one run of the row
+    takes longer than ``max_ms``.
+    """
+    row = item.row
+    med = row.median
+    if TIME is None or med is None or med > max_ms:
+        return
+    if item.setup is not None:
+        item.setup()
+    with tempfile.TemporaryDirectory(prefix="aikito-bench-rss-") as tmp:
+        out = Path(tmp) / "rss"
+        r = subprocess.run(
+            [TIME, "-f", "%M", "-o", str(out), "--", *row.cmd],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            env=item.env,
+            cwd=item.cwd,
+            check=False,
+        )
+        try:
+            kb = int(out.read_text().split()[-1])
+        except (OSError, ValueError, IndexError):
+            return
+    if r.returncode == 0:
+        row.rss_probe_kb = kb
 
 
 def measure(
@@ -234,8 +294,8 @@ def measure(
     budget_s: float,
     setup: Callable[[], None] | None = None,
 ) -> Row:
-    """Time one command (see ``measure_many``)."""
-    measure_many([Item(row, env, cwd, setup)], runs, budget_s)
+    """Time one command (see ``measure_many``; used for warm-ups: no RSS probe)."""
+    measure_many([Item(row, env, cwd, setup)], runs, budget_s, probe=False)
     return row
 
 

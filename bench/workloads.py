@@ -107,6 +107,27 @@ def _agent_toml(name: str, paths: list[str], memory: list[str]) -> str:
     return f'name = "{name}"\npaths = {_toml_list(paths)}\nmemory = {_toml_list(memory)}\n'
 
 
+def _make_sources(mem: Path, files: int, dirs: int, nested: int) -> list[str]:
+    """Create the canonical sources under ``mem``; returns the references, in order."""
+    refs: list[str] = []
+    for i in range(files):
+        ref = f"file-{i:05d}.md"
+        (mem / ref).write_text(f"# note {i}\n")
+        refs.append(ref)
+    for i in range(dirs):
+        ref = f"dir-{i:02d}"
+        (mem / ref).mkdir()
+        for j in range(3):
+            (mem / ref / f"entry-{j}.md").write_text("x\n")
+        refs.append(ref)
+    for i in range(nested):
+        ref = f"team/t{i % 2}/doc-{i:02d}.md"
+        (mem / ref).parent.mkdir(parents=True, exist_ok=True)
+        (mem / ref).write_text("nested\n")
+        refs.append(ref)
+    return refs
+
+
 def build(wl: Workload, base: Path) -> Built:
     """Create the workspace and (empty) checkouts of ``wl`` in directory ``base``."""
     if base.exists():
@@ -117,22 +138,7 @@ def build(wl: Workload, base: Path) -> Built:
         d.mkdir(parents=True)
     (ws / "layout.toml").write_text("version = 2\n")
 
-    refs: list[str] = []
-    for i in range(wl.files):
-        ref = f"file-{i:05d}.md"
-        (mem / ref).write_text(f"# note {i}\n")
-        refs.append(ref)
-    for i in range(wl.dirs):
-        ref = f"dir-{i:02d}"
-        (mem / ref).mkdir()
-        for j in range(3):
-            (mem / ref / f"entry-{j}.md").write_text("x\n")
-        refs.append(ref)
-    for i in range(wl.nested):
-        ref = f"team/t{i % 2}/doc-{i:02d}.md"
-        (mem / ref).parent.mkdir(parents=True, exist_ok=True)
-        (mem / ref).write_text("nested\n")
-        refs.append(ref)
+    refs = _make_sources(mem, wl.files, wl.dirs, wl.nested)
 
     cos = base / "co"
     cos.mkdir()
@@ -201,4 +207,96 @@ def count_links(built: Built) -> int:
         for p in top.rglob("*"):
             if p.is_symlink():
                 n += 1
+    return n
+
+
+# --------------------------------------------------------------------------- W4: status
+
+
+@dataclass(frozen=True)
+class StatusWorkload:
+    """Many W1-like projects in one workspace, for ``aikito status`` (issue 6).
+
+    Every project references the same shared sources (the W1 mix) and has its own notes
+    directory and its own active checkouts; there are no offline checkouts.
+    """
+
+    name: str
+    description: str
+    projects: int = 50
+    checkouts: int = 2  # active checkouts per project
+    files: int = 20
+    dirs: int = 5
+    nested: int = 5
+    notes: int = 10
+
+    @property
+    def refs(self) -> int:
+        return self.files + self.dirs + self.nested
+
+    @property
+    def resources(self) -> int:
+        """Resources per checkout of one project: references plus the notes resource."""
+        return self.refs + (1 if self.notes else 0)
+
+    def targets(self, projects: int) -> int:
+        """Runtime links across all checkouts of ``projects`` projects."""
+        return projects * self.checkouts * self.resources
+
+
+W4 = StatusWorkload(
+    "W4",
+    "status: 50 projects x 2 active checkouts x 30 refs (20 files, 5 dirs, 5 nested) + notes",
+)
+
+
+@dataclass
+class StatusBuilt:
+    wl: StatusWorkload
+    base: Path
+    ws: Path
+    projects: list[str]
+    checkouts: list[Path]  # all active checkouts of all projects
+
+
+def project_name(i: int) -> str:
+    return f"p{i:02d}"
+
+
+def build_status(wl: StatusWorkload, base: Path, projects: int) -> StatusBuilt:
+    """A workspace of ``projects`` W1-like projects (not synced yet)."""
+    if base.exists():
+        shutil.rmtree(base)
+    ws = base / "ws"
+    mem = ws / "memory"
+    for d in (mem, ws / "agents", ws / "subagents", ws / "projects"):
+        d.mkdir(parents=True)
+    (ws / "layout.toml").write_text("version = 2\n")
+    refs = _make_sources(mem, wl.files, wl.dirs, wl.nested)
+    names: list[str] = []
+    checkouts: list[Path] = []
+    for i in range(projects):
+        name = project_name(i)
+        cos = [base / "co" / f"{name}-{j}" for j in range(wl.checkouts)]
+        for co in cos:
+            co.mkdir(parents=True)
+        proj = ws / "projects" / name
+        proj.mkdir()
+        (proj / "agent.toml").write_text(_agent_toml(name, [str(c) for c in cos], refs))
+        if wl.notes:
+            notes = proj / "memory" / "notes"
+            notes.mkdir(parents=True)
+            for k in range(wl.notes):
+                (notes / f"note-{k:02d}.md").write_text("note\n")
+        names.append(name)
+        checkouts += cos
+    return StatusBuilt(wl, base, ws, names, checkouts)
+
+
+def count_status_links(built: StatusBuilt) -> int:
+    n = 0
+    for co in built.checkouts:
+        top = co / ".agents" / "memory"
+        if top.is_dir():
+            n += sum(1 for p in top.rglob("*") if p.is_symlink())
     return n
