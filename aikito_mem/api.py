@@ -17,6 +17,7 @@ from aikito_mem.config import (
     load_project_config,
     parse_project_config,
     read_config_bytes,
+    sha256_hex,
 )
 from aikito_mem.discovery import Workspace, home_directory, resolve_workspace
 from aikito_mem.errors import ConfigError, ProjectPrepareConflictError
@@ -238,10 +239,8 @@ class Project:
     def _reloaded(self) -> Project:
         """``self`` when ``agent.toml`` still has the bytes it was loaded from, else a
         project loaded from the new bytes (parsed only then: [P6])."""
-        import hashlib
-
         data, project_dir, config_path = read_config_bytes(self.workspace, self.name)
-        if hashlib.sha256(data).hexdigest() == self.config.sha256:
+        if sha256_hex(data) == self.config.sha256:
             return self
         config = parse_project_config(data, name=self.name, project_dir=project_dir,
                                       config_path=config_path, home=self._home())

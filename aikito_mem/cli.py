@@ -79,9 +79,9 @@ def _finish(
             from aikito_mem.render import text_report
 
             statuses = result.statuses if result is not None and not dry_run else None
-            for line in text_report(plan, verbose=verbose, quiet=quiet, color=color,
-                                    statuses=statuses):
-                click.echo(line)
+            # One write for the whole report (a line per change is 10,000 flushes at W2).
+            click.echo("\n".join(text_report(plan, verbose=verbose, quiet=quiet, color=color,
+                                              statuses=statuses)))
             if not quiet and error is None:
                 if outcome == "applied":
                     n = sum(1 for op in plan.changes)

@@ -144,9 +144,7 @@ def _short(plan: Plan, path: str) -> str:
 
 def verify(plan: Plan, locks: Locks) -> list[str]:
     """Every difference between the recorded observations and the live world."""
-    import hashlib
-
-    from aikito_mem.config import parse_project_config, read_config_bytes
+    from aikito_mem.config import parse_project_config, read_config_bytes, sha256_hex
     from aikito_mem.errors import ConfigError
 
     diffs: list[str] = []
@@ -157,7 +155,7 @@ def verify(plan: Plan, locks: Locks) -> list[str]:
     except ConfigError as exc:
         diffs.append(f"agent.toml can no longer be read: {exc.message}")
     else:
-        digest = hashlib.sha256(data).hexdigest()
+        digest = sha256_hex(data)
         if plan.config_sha256 is not None and digest != plan.config_sha256:
             diffs.append(f"agent.toml bytes changed since planning ({plan.config_path})")
         if digest != plan.config_digest:
