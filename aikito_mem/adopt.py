@@ -41,7 +41,6 @@ import hashlib
 import os
 import secrets
 import stat
-import tomllib
 from collections.abc import Mapping
 from typing import Any
 
@@ -119,73 +118,12 @@ class Adoption:
 # ------------------------------------------------------------------ agent.toml: memory list
 
 
-def _edit_failed(filename: str, ref: str, why: str) -> ConfigError:
-    return ConfigError(
-        f"could not add {ref!r} to the memory list of {filename}: {why}; add it by hand and "
-        "run `aikito sync project` again", code="config.memory_edit_failed", path=filename,
-    )
-
-
 def add_memory_reference(text: str, ref: str, *, filename: str = "agent.toml") -> str:
-    """``text`` with ``ref`` appended to its top-level ``memory`` list, every other byte
-    preserved (same spirit as :func:`aikito_mem.register.add_checkout_path`).
+    """See :func:`aikito_mem.register.add_memory_reference` (register owns every edit of
+    ``agent.toml``)."""
+    from aikito_mem.register import add_memory_reference as add
 
-    Without a ``memory`` key, ``memory = ["REF"]`` is inserted on its own line after the
-    last top-level key (or above the first table).  The result must re-parse to the old
-    data with ``memory`` = old list + ``ref``; otherwise :class:`ConfigError` is raised and
-    nothing should be written.
-    """
-    from aikito_mem.register import (
-        _append_to_array,
-        _insert_lines_at,
-        _KeyValue,
-        _ScanError,
-        _Scanner,
-        toml_basic_string,
-    )
-
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise _edit_failed(filename, ref, f"the file is not valid TOML ({exc})") from exc
-    old = data.get("memory", [])
-    if not isinstance(old, list):
-        raise _edit_failed(filename, ref, "`memory` is not a list")
-    try:
-        element = toml_basic_string(ref)
-        statements = _Scanner(text).scan()
-        root = [s for s in statements if isinstance(s, _KeyValue) and s.table == ()]
-        if "memory" in data:
-            kv = next((s for s in root if s.key == ("memory",)), None)
-            if kv is None or kv.array is None or text[kv.value_start] != "[":
-                raise _ScanError("the `memory` array was not found at the top level")
-            edited = _append_to_array(text, kv.array, element)
-        else:
-            line = f"memory = [{element}]"
-            headers = [s for s in statements if not isinstance(s, _KeyValue)]
-            if root:
-                edited = _insert_lines_at(text, root[-1].line_end, line)
-            elif headers:
-                pos = headers[0].line_start
-                while pos > 0:  # above the comment lines attached to the first header
-                    prev = text.rfind("\n", 0, pos - 1) + 1
-                    if not text[prev:pos].lstrip(" \t").startswith("#"):
-                        break
-                    pos = prev
-                edited = _insert_lines_at(text, pos, line)
-            else:
-                edited = _insert_lines_at(text, len(text), line)
-    except (_ScanError, ValueError, IndexError) as exc:
-        raise _edit_failed(filename, ref, f"its layout was not understood ({exc})") from exc
-    expected = {**data, "memory": [*old, ref]}
-    try:
-        reparsed = tomllib.loads(edited)
-    except tomllib.TOMLDecodeError as exc:  # pragma: no cover - defensive
-        raise _edit_failed(filename, ref, f"the edited file did not parse ({exc})") from exc
-    if reparsed != expected:  # pragma: no cover - defensive
-        raise _edit_failed(filename, ref, "the edited file did not parse to the old data "
-                                          "plus the reference")
-    return edited
+    return add(text, ref, filename=filename)
 
 
 def _new_config(config: Any, data: bytes, ref: str, home: str) -> bytes:
@@ -195,7 +133,9 @@ def _new_config(config: Any, data: bytes, ref: str, home: str) -> bytes:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise _edit_failed(config.config_path, ref, "it is not valid UTF-8") from exc
+        from aikito_mem.register import memory_edit_failed
+
+        raise memory_edit_failed(config.config_path, ref, "it is not valid UTF-8") from exc
     new = add_memory_reference(text, ref, filename=config.config_path).encode("utf-8")
     try:
         parse_project_config(new, name=config.name, project_dir=config.project_dir,
@@ -661,7 +601,7 @@ def _register(a: Adoption, environ: Mapping[str, str] | None) -> bool:
     """Step 4: compare-and-swap the memory list.  ``False`` when already listed."""
     from aikito_mem.config import parse_project_config
     from aikito_mem.discovery import home_directory
-    from aikito_mem.register import _swap
+    from aikito_mem.register import swap_config
 
     home = home_directory(environ) or ""
     directory, name = os.path.split(a.config_path)
@@ -672,7 +612,7 @@ def _register(a: Adoption, environ: Mapping[str, str] | None) -> bool:
         dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-            _swap(dir_fd, name, a.config_path, new, st, old)
+            swap_config(dir_fd, name, a.config_path, new, st, old)
             return True
         except StalePlanError:
             old = _read_config(a.config_path)

@@ -628,6 +628,66 @@ def _create_temp(dir_fd: int, name: str) -> tuple[int, str]:
     raise FileExistsError(errno.EEXIST, "no free temporary name", name)
 
 
+def memory_edit_failed(filename: str, ref: str, why: str) -> ConfigError:
+    return ConfigError(
+        f"could not add {ref!r} to the memory list of {filename}: {why}; add it by hand and "
+        "run `aikito sync project` again", code="config.memory_edit_failed", path=filename,
+    )
+
+
+def add_memory_reference(text: str, ref: str, *, filename: str = "agent.toml") -> str:
+    """``text`` with ``ref`` appended to its top-level ``memory`` list, every other byte
+    preserved (same spirit as :func:`aikito_mem.register.add_checkout_path`).
+
+    Without a ``memory`` key, ``memory = ["REF"]`` is inserted on its own line after the
+    last top-level key (or above the first table).  The result must re-parse to the old
+    data with ``memory`` = old list + ``ref``; otherwise :class:`ConfigError` is raised and
+    nothing should be written.
+    """
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise memory_edit_failed(filename, ref, f"the file is not valid TOML ({exc})") from exc
+    old = data.get("memory", [])
+    if not isinstance(old, list):
+        raise memory_edit_failed(filename, ref, "`memory` is not a list")
+    try:
+        element = toml_basic_string(ref)
+        statements = _Scanner(text).scan()
+        root = [s for s in statements if isinstance(s, _KeyValue) and s.table == ()]
+        if "memory" in data:
+            kv = next((s for s in root if s.key == ("memory",)), None)
+            if kv is None or kv.array is None or text[kv.value_start] != "[":
+                raise _ScanError("the `memory` array was not found at the top level")
+            edited = _append_to_array(text, kv.array, element)
+        else:
+            line = f"memory = [{element}]"
+            headers = [s for s in statements if not isinstance(s, _KeyValue)]
+            if root:
+                edited = _insert_lines_at(text, root[-1].line_end, line)
+            elif headers:
+                pos = headers[0].line_start
+                while pos > 0:  # above the comment lines attached to the first header
+                    prev = text.rfind("\n", 0, pos - 1) + 1
+                    if not text[prev:pos].lstrip(" \t").startswith("#"):
+                        break
+                    pos = prev
+                edited = _insert_lines_at(text, pos, line)
+            else:
+                edited = _insert_lines_at(text, len(text), line)
+    except (_ScanError, ValueError, IndexError) as exc:
+        raise memory_edit_failed(filename, ref, f"its layout was not understood ({exc})") from exc
+    expected = {**data, "memory": [*old, ref]}
+    try:
+        reparsed = tomllib.loads(edited)
+    except tomllib.TOMLDecodeError as exc:  # pragma: no cover - defensive
+        raise memory_edit_failed(filename, ref, f"the edited file did not parse ({exc})") from exc
+    if reparsed != expected:  # pragma: no cover - defensive
+        raise memory_edit_failed(filename, ref, "the edited file did not parse to the old data "
+                                          "plus the reference")
+    return edited
+
+
 def register_checkout(config_path: str, path: str, *, expected_sha256: str) -> None:
     """Register ``path`` in ``config_path`` iff its bytes still hash to ``expected_sha256``.
 
@@ -657,12 +717,12 @@ def register_checkout(config_path: str, path: str, *, expected_sha256: str) -> N
         except UnicodeDecodeError as exc:
             raise _failed(config_path, path, "the file is not valid UTF-8") from exc
         new = add_checkout_path(text, path, filename=config_path).encode("utf-8")
-        _swap(dir_fd, name, config_path, new, st, data)
+        swap_config(dir_fd, name, config_path, new, st, data)
     finally:
         os.close(dir_fd)
 
 
-def _swap(
+def swap_config(
     dir_fd: int, name: str, config_path: str, new: bytes, st: os.stat_result, old: bytes
 ) -> None:
     """Write ``new`` to a temporary file and rename it over ``name`` (old bytes re-checked)."""

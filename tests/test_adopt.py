@@ -224,7 +224,7 @@ def test_register_failure_says_where_the_content_is(tmp_path: Path,
     def fail(*_: Any) -> None:
         raise ConfigError("disk says no", code="config.register_failed")
 
-    monkeypatch.setattr(register, "_swap", fail)
+    monkeypatch.setattr(register, "swap_config", fail)
     res = cli_adopt(ws, str(rt(co) / "g.md"), "--json")
     d = json.loads(res.stdout)
     assert res.exit_code == 5 and d["outcome"] == "partial"
