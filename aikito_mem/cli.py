@@ -84,7 +84,9 @@ def _finish(
                                               statuses=statuses)))
             if not quiet and error is None:
                 if outcome == "applied":
-                    n = sum(1 for op in plan.changes)
+                    n = len(plan.changes)
+                    if result is not None and result.registered:
+                        click.echo(f"registered {plan.register} in {plan.config_path}")
                     click.echo(f"done: {n} change{'s' * (n != 1)} applied")
                 elif outcome == "unchanged":
                     click.echo("done: already in sync, nothing to do")
