@@ -588,6 +588,15 @@ def _apply(plan: Plan, locks: Locks, signals: _Signals) -> SyncResult:
                 applied.add(i)
         finally:
             writer.close()
+    if signals.received is not None:
+        # The signal arrived during the last operation: it was finished, and the run
+        # still reports the interruption ([E5]).
+        signum = signals.received
+        raise InterruptedError_(
+            f"interrupted by {signal.Signals(signum).name} after the last operation "
+            "finished; every operation was applied",
+            signum=signum, result=result("interrupted", False),
+        )
     changed = bool(applied) or registered
     return result("applied" if changed else "unchanged", True)
 

@@ -39,3 +39,34 @@ def test_flock_failure_is_exit_5_without_traceback(
     assert text.exit_code == 5
     assert "Traceback" not in text.output
     assert "No locks available" in text.output
+
+
+def test_signal_during_the_last_operation_still_reports_interrupted(
+    ws: WS, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """[E5]: the operation in flight is finished, then the run stops *as interrupted* —
+    even when that operation was the last one (every status ``applied``)."""
+    import signal
+
+    import aikito_mem.execute as execute_mod
+    from aikito_mem.errors import InterruptedError_
+    from aikito_mem.model import Status
+
+    ws.add_file("a.md", "a")
+    ws.add_file("b.md", "b")
+    co = ws.checkout("co")
+    ws.write_config("demo", memory=["a.md", "b.md"], paths=[co])
+    seen: list[str] = []
+
+    def hook(op: object) -> None:
+        seen.append(getattr(op, "target", ""))
+        if len(seen) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(execute_mod, "before_write", hook)
+    with pytest.raises(InterruptedError_) as info:
+        ws.project("demo").sync()
+    assert info.value.exit_code == 143
+    assert info.value.result.statuses == (Status.APPLIED, Status.APPLIED)
+    assert os.readlink(f"{co}/.agents/memory/b.md") == f"{ws.root}/memory/b.md"
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
