@@ -169,6 +169,7 @@ class Project:
         *,
         explicit: str | None,
         register: str | None,
+        identify: bool = True,
     ) -> Plan:
         views = tuple(_checkouts.observe(s, observer) for s in slots)
         resources = resolve(self.config, self.workspace, observer)
@@ -182,17 +183,23 @@ class Project:
             register=register,
             home=self._home(),
         )
-        return _identify(plan)
+        return _identify(plan) if identify else plan
 
-    def plan(self, path: str | None = None, *, register: bool = True) -> Plan:
+    def plan(
+        self, path: str | None = None, *, register: bool = True, identify: bool = True
+    ) -> Plan:
         """A frozen plan; writes nothing and takes no lock ([E7]).
 
         ``path`` plans exactly that checkout ([K4]); when it is not registered yet the
         plan records its registration (unless ``register=False``), done at execution.
+        ``identify=False`` skips the source identities of [P5] (three syscalls per source
+        to create) for a plan that will only be shown, never executed: such a plan is
+        re-checked by type alone.
         """
         observer = Observer()
         slots, explicit, reg = self._slots(path, observer, register=register)
-        return self._plan(slots, observer, explicit=explicit, register=reg)
+        return self._plan(slots, observer, explicit=explicit, register=reg,
+                          identify=identify)
 
     def dry_run(self, path: str | None = None, *, register: bool = True) -> SyncResult:
         return planned_result(self.plan(path, register=register))

@@ -164,7 +164,8 @@ def sync_project(
             project = Project.load(name, workspace)
         project_name, ws_root = project.name, project.workspace
         if dry:
-            plan = project.plan(path, register=not no_register)
+            # A plan only shown needs no source identities; a saved one does ([P5]).
+            plan = project.plan(path, register=not no_register, identify=out is not None)
             if out is not None:
                 from aikito_mem.planfile import write_plan
 
