@@ -496,6 +496,29 @@ def _remove(path: str, kind: str) -> None:
         os.unlink(path)
 
 
+def _remove_copied(root: str, entries: list[_Entry]) -> None:
+    """Remove exactly the inventoried entries of the original, deepest first (never
+    ``rmtree``): an entry that changed since it was inventoried is kept (``EBUSY``), and an
+    entry that appeared keeps its directory (``rmdir`` is never recursive, ``ENOTEMPTY``)."""
+    unlinked: set[tuple[int, int]] = set()
+    for rel, kind, size, mtime, ctime, literal in reversed(entries):
+        path = f"{root}/{rel}" if rel else root
+        if kind == "dir":
+            os.rmdir(path)
+            continue
+        st = os.lstat(path)
+        now = "file" if stat.S_ISREG(st.st_mode) else "link" if stat.S_ISLNK(st.st_mode) \
+            else "other"
+        # ctime also moves when we unlink another hard link of the same inode.
+        same = (now, st.st_mtime_ns) == (kind, mtime) and (
+            st.st_ctime_ns == ctime or (st.st_dev, st.st_ino) in unlinked) and (
+            st.st_size == size if kind == "file" else os.readlink(path) == literal)
+        if not same:
+            raise OSError(errno.EBUSY, f"{path} changed after it was copied", path)
+        os.unlink(path)
+        unlinked.add((st.st_dev, st.st_ino))
+
+
 def _discard(path: str) -> None:
     """Remove a temporary copy (never the original)."""
     if os.path.isdir(path) and not os.path.islink(path):
@@ -536,14 +559,15 @@ def _copy_move(a: Adoption) -> None:
             "the original was before the change)", code="source_changed",
             content_at=a.destination, exit_code=EXIT_STALE, outcome="partial")
     try:
-        _remove(a.target, a.kind)
+        _remove_copied(a.target, entries)
     except OSError as exc:
         raise AdoptFailed(
             f"the content is complete and verified at {a.destination}, but removing the "
-            f"original {a.target} failed ({exc.strerror}); remove what remains of "
-            f"{a.target} yourself, then run `aikito sync project {a.project} "
-            f"{a.checkout}`", code="remove_failed", content_at=a.destination,
-            outcome="partial") from None
+            f"original {a.target} failed ({exc.strerror}); what remains of it was kept "
+            "because it was not copied or changed after the copy — compare it with "
+            f"{a.destination}, move what you need, remove it, then run `aikito sync "
+            f"project {a.project} {a.checkout}`", code="remove_failed",
+            content_at=a.destination, outcome="partial") from None
 
 
 # ------------------------------------------------------------------------------- adopting
@@ -627,6 +651,14 @@ def _register(a: Adoption, environ: Mapping[str, str] | None) -> bool:
                          differences=(f"agent.toml changed: {a.config_path}",))
 
 
+def _examine_failed(exc: OSError, content_at: str) -> AdoptFailed:
+    """An ``OSError`` no step converted: while examining (nothing was written)."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    return AdoptFailed(f"cannot examine {where}{exc.strerror or exc}; the content is at "
+                       f"{content_at}", code="examine_failed",
+                       content_at=content_at)
+
+
 def adopt(
     target: str,
     workspace: str | None = None,
@@ -638,7 +670,11 @@ def adopt(
 ) -> dict[str, Any]:
     """Adopt TARGET; return the ``aikito.adopt/1`` document (never raises AikitoError)."""
     try:
-        a = validate(target, workspace, project=project, environ=environ)
+        try:
+            a = validate(target, workspace, project=project, environ=environ)
+        except OSError as oserr:
+            raise _examine_failed(oserr, os.path.abspath(os.path.expanduser(target))) \
+                from None
     except AikitoError as exc:
         doc = _doc(None, dry_run=dry_run)
         given = os.path.abspath(os.path.expanduser(target))
@@ -653,9 +689,12 @@ def adopt(
     from aikito_mem.execute import Locks
 
     try:
-        with Locks() as locks:
-            locks.acquire([a.checkout], lock_timeout)
-            _locked(a, doc, locks, environ)
+        try:
+            with Locks() as locks:
+                locks.acquire([a.checkout], lock_timeout)
+                _locked(a, doc, locks, environ)
+        except OSError as oserr:  # every step after the move converts its own OSError
+            raise _examine_failed(oserr, doc["content_at"]) from None
     except AikitoError as exc:
         if isinstance(exc, AdoptFailed):
             doc["content_at"] = exc.content_at

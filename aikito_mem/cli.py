@@ -73,15 +73,25 @@ def _finish(
             project=project, workspace=workspace, dry_run=dry_run, outcome=outcome,
             exit_code=exit_code, plan=plan, result=result, error=err_doc,
         )
-        click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+        text = json.dumps(doc, indent=2, ensure_ascii=False)
+        if not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:  # non-UTF-8 names (lone surrogates): escape them
+                text = json.dumps(doc, indent=2, ensure_ascii=True)
+        click.echo(text)
     else:
         if plan is not None:
             from aikito_mem.render import text_report
 
             statuses = result.statuses if result is not None and not dry_run else None
             # One write for the whole report (a line per change is 10,000 flushes at W2).
-            click.echo("\n".join(text_report(plan, verbose=verbose, quiet=quiet, color=color,
-                                              statuses=statuses)))
+            report = "\n".join(text_report(plan, verbose=verbose, quiet=quiet, color=color,
+                                            statuses=statuses))
+            if not report.isascii():  # a non-UTF-8 name shows its raw byte as \xff
+                report = report.encode("utf-8", "surrogateescape").decode(
+                    "utf-8", "backslashreplace")
+            click.echo(report)
             if not quiet and error is None:
                 if outcome == "applied":
                     n = len(plan.changes)

@@ -15,13 +15,22 @@ import click
 
 
 def _emit(doc: dict[str, Any], lines: list[str], as_json: bool) -> NoReturn:
+    # Paths of non-UTF-8 names hold lone surrogates (os.fsdecode): a strict stdout (any
+    # UTF-8 locale but C.UTF-8) cannot encode them.  JSON escapes them (\udcff, valid
+    # JSON); text shows the raw byte as \xff.
     if as_json:
         import json
 
-        click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+        text = json.dumps(doc, indent=2, ensure_ascii=False)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = json.dumps(doc, indent=2, ensure_ascii=True)
+        click.echo(text)
     else:
         for line in lines:
-            click.echo(line)
+            click.echo(line.encode("utf-8", "surrogateescape").decode("utf-8",
+                                                                      "backslashreplace"))
         if doc.get("error"):
             click.echo(f"aikito: {doc['error']['message']}", err=True)
     sys.exit(int(doc["exit_code"]))

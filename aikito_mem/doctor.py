@@ -42,7 +42,7 @@ MAX_INDEX_BYTES = 4 << 20
 # [title](target) or [title](target "title"); images (![..](..)) match too.
 _LINK = re.compile(
     r"(!?)\[(?:[^\[\]\\]|\\.)*\]"  # [title], escapes allowed
-    r"\(\s*(<[^>\n]*>|[^\s()]+)"  # (target or (<target>
+    r"\(\s*(<[^<>\n]*>|[^\s()]+)"  # (target or (<target>; no '<' inside: linear scan
     r"(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)"  # optional "link title", then )
 )
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
@@ -121,10 +121,19 @@ def _dir_check(check_id: str, path: str, what: str, *, project: str | None,
 def _index_files(root: str) -> Iterator[str]:
     """Every ``MEMORY.md`` below ``root`` (never through a symlinked directory), sorted."""
     found: list[str] = []
-    for directory, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames.sort()
-        if INDEX_NAME in filenames:
-            found.append(os.path.join(directory, INDEX_NAME))
+    stack = [root]  # iterative: os.walk recurses, a deep tree raised RecursionError
+    while stack:
+        directory = stack.pop()
+        try:
+            with os.scandir(directory) as it:
+                entries = list(it)
+        except OSError:  # unreadable or vanished: skipped, as os.walk does
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+            elif entry.name == INDEX_NAME:  # a symlink too: check_index reports it
+                found.append(entry.path)
     yield from sorted(found)
 
 
@@ -214,7 +223,10 @@ def _git(args: list[str], cwd: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items()
            if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")}
     env["GIT_OPTIONAL_LOCKS"] = "0"
-    return subprocess.run(["git", "-C", cwd, *args], capture_output=True, text=True,
+    # Reading the index runs a configured fsmonitor hook (any command): never ask for it.
+    # Paths git prints are bytes: decode them as the os module does.
+    return subprocess.run(["git", "-c", "core.fsmonitor=false", "-C", cwd, *args],
+                          capture_output=True, text=True, errors="surrogateescape",
                           env=env, timeout=30, check=False)
 
 

@@ -70,3 +70,24 @@ def test_signal_during_the_last_operation_still_reports_interrupted(
     assert info.value.result.statuses == (Status.APPLIED, Status.APPLIED)
     assert os.readlink(f"{co}/.agents/memory/b.md") == f"{ws.root}/memory/b.md"
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+@pytest.mark.parametrize("as_json", [True, False])
+def test_non_utf8_foreign_entry_is_printed_not_a_crash(ws: WS, as_json: bool) -> None:
+    """A foreign entry whose name is not UTF-8 (a lone surrogate once decoded) is reported:
+    JSON escapes it, text shows the raw byte — no UnicodeEncodeError on a strict stdout."""
+    ws.add_file("a.md", "a")
+    co = ws.checkout("co")
+    ws.write_config("demo", memory=["a.md"], paths=[co])
+    os.makedirs(f"{co}/.agents/memory")
+    with open(os.fsencode(f"{co}/.agents/memory/") + b"odd\xff", "wb") as fh:
+        fh.write(b"user data")
+    args = ["--workspace", ws.root, "sync", "project", "demo", "--dry-run"]
+    res = CliRunner().invoke(cli, [*args, "--json"] if as_json else args)
+    assert res.exit_code == 0, res.output
+    if as_json:
+        doc = json.loads(res.output)
+        assert any(f["code"] == "memory.foreign_entry" and f["path"].endswith("odd\udcff")
+                   for f in doc["findings"])
+    else:
+        assert "odd\\xff" in res.output
