@@ -70,6 +70,13 @@ def _identify(plan: Plan) -> Plan:
     return plan.evolve(sources=sources)
 
 
+def _workspace(workspace: str | Workspace | None, environ: Mapping[str, str] | None
+               ) -> Workspace:
+    if isinstance(workspace, Workspace):
+        return workspace
+    return resolve_workspace(workspace, environ=environ)
+
+
 class Project:
     """One project of a workspace: plan, execute, sync and prepare its memory links."""
 
@@ -96,12 +103,13 @@ class Project:
     def load(
         cls,
         name: str,
-        workspace: str | None = None,
+        workspace: str | Workspace | None = None,
         *,
         environ: Mapping[str, str] | None = None,
     ) -> Project:
-        """Load project ``name`` of ``workspace`` (``None``: discovery, SPEC §2)."""
-        ws = resolve_workspace(workspace, environ=environ)
+        """Load project ``name`` of ``workspace`` (``None``: discovery, SPEC §2; a
+        :class:`~aikito_mem.discovery.Workspace` already resolved is used as it is)."""
+        ws = _workspace(workspace, environ)
         project = cls(config=load_project_config(ws.root, name, environ=environ), workspace=ws)
         project._environ = environ  # re-read agent.toml under the lock alike (sync)
         return project
@@ -110,12 +118,12 @@ class Project:
     def for_directory(
         cls,
         directory: str,
-        workspace: str | None = None,
+        workspace: str | Workspace | None = None,
         *,
         environ: Mapping[str, str] | None = None,
     ) -> Project:
         """The project one of whose active checkouts contains ``directory``."""
-        ws = resolve_workspace(workspace, environ=environ)
+        ws = _workspace(workspace, environ)
         here = os.path.realpath(directory)
         found: list[tuple[str, str]] = []
         broken: list[str] = []

@@ -167,11 +167,14 @@ def sync_project(
                               "quiet": quiet, "color": use_color}
     try:
         from aikito_mem.api import Project
+        from aikito_mem.discovery import resolve_workspace
 
+        ws = resolve_workspace(workspace)
+        ws_root = ws.root  # known to the JSON document even if agent.toml is broken
         if name in (None, "."):
-            project = Project.for_directory(os.getcwd(), workspace)
+            project = Project.for_directory(os.getcwd(), ws)
         else:
-            project = Project.load(name, workspace)
+            project = Project.load(name, ws)
         project_name, ws_root = project.name, project.workspace
         if dry:
             # A plan only shown needs no source identities; a saved one does ([P5]).

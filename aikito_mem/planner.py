@@ -122,23 +122,21 @@ class _CheckoutPlanner:
         for rel in self.entries:
             children.setdefault(_parent(rel), []).append(rel)
         for rel, obs in self.entries.items():
-            if rel in self.desired:
+            if rel in self.desired or obs.kind is Kind.DIR:
                 continue
-            if obs.kind is Kind.DIR:
+            if rel in self.ancestors:
+                # Not a stale entry ([P2]): an intermediate that is not a real directory is
+                # a CONFLICT of the resource below it ([O4]), even when it is aikito's link.
                 continue
             if obs.kind is Kind.LINK:
                 cand = owns(obs.literal, self.link_dir(rel),
                             history(self.workspace, rel, self.notes_history))
                 if cand is not None:
                     self.removed.add(rel)
-                    why = ("no longer wanted: aikito's link for a reference that was removed"
-                           if rel not in self.ancestors else
-                           "aikito's link for a former reference stands where a directory "
-                           "is needed")
-                    self.op(Action.UNLINK, R_STALE, rel, why, source=cand, observed=obs)
+                    self.op(Action.UNLINK, R_STALE, rel,
+                            "no longer wanted: aikito's link for a reference that was removed",
+                            source=cand, observed=obs)
                     continue
-            if rel in self.ancestors:
-                continue  # reported as a CONFLICT of the resource below it
             self.findings.append(Finding(
                 "memory.foreign_entry", "warning",
                 f"preserved {self.target(rel)}: {obs.describe()} that aikito did not create; "
@@ -148,7 +146,8 @@ class _CheckoutPlanner:
         dirs = [rel for rel, obs in self.entries.items() if obs.kind is Kind.DIR]
         dirs.sort(key=lambda r: (-r.count("/"), r))
         for rel in dirs:
-            if rel in self.ancestors:
+            if rel in self.ancestors or rel in self.desired:
+                # A directory at a desired target is a CONFLICT ([P1]), never pruned.
                 continue
             kids = children.get(rel, [])
             if not kids:
@@ -195,22 +194,24 @@ class _CheckoutPlanner:
             return
         for anc in _ancestors(rel) if "/" in rel else ():
             a_obs = self.entries.get(anc, ABSENT)
-            if a_obs.exists and a_obs.kind is not Kind.DIR and anc not in self.removed:
+            if a_obs.exists and a_obs.kind is not Kind.DIR:
+                # [O4]: a CONFLICT for this resource — even when it is aikito's own link
+                # for a former reference (then the remedy says it is safe to remove).
+                former = owns(a_obs.literal, self.link_dir(anc),
+                              history(self.workspace, anc, self.notes_history))
+                remedy = (f"remove the link {self.target(anc)}: it is aikito's link to the "
+                          f"former source {former}, nothing is lost — then run again"
+                          if former is not None else
+                          f"move {self.target(anc)} out of the way; aikito never removes "
+                          "what it does not own")
                 self.op(
                     Action.CONFLICT, R_PRESERVE, rel,
                     f"{self.target(anc)} is {a_obs.describe()}; expected a real directory "
                     f"to hold {self.target(rel)}",
-                    remedy=f"move {self.target(anc)} out of the way; aikito never removes "
-                    "what it does not own",
-                    **kw,
+                    remedy=remedy, **kw,
                 )
                 return
         expected = f"a symlink to {res.source!r}"
-        if rel in self.removed:
-            self.op(Action.CREATE, R_CREATE, rel,
-                    "target missing once the directory emptied of aikito's links is removed",
-                    **kw)
-            return
         if obs.kind is Kind.ABSENT:
             self.op(Action.CREATE, R_CREATE, rel, "target missing", **kw)
             return
@@ -219,21 +220,30 @@ class _CheckoutPlanner:
             if owns(obs.literal, link_dir, (res.source,)):
                 self.op(Action.NOOP, R_NOOP, rel, "already linked", **kw)
                 return
-            cand = owns(obs.literal, link_dir, history(self.workspace, rel, self.notes_history))
-            if cand is not None:
+            current, legacy = self.notes_history
+            if res.is_notes and res.source == current and owns(obs.literal, link_dir,
+                                                                 (legacy,)):
+                # [P1]: the one replacement — aikito's link to the legacy notes while the
+                # notes are now current: UNLINK + CREATE on the same target.
                 self.removed.add(rel)
                 self.op(Action.UNLINK, R_STALE, rel,
-                        f"aikito's link to the former source {cand} is replaced",
-                        resource=res.name, source=cand, observed=obs)
-                self.op(Action.CREATE, R_NOTES if res.is_notes else R_CREATE, rel,
-                        f"link to the current source replaces the link to {cand}", **kw)
+                        f"aikito's link to the legacy notes {legacy} is replaced",
+                        resource=res.name, source=legacy, observed=obs)
+                self.op(Action.CREATE, R_NOTES, rel,
+                        f"link to the current notes replaces the link to the legacy notes "
+                        f"{legacy}",
+                        **kw)
                 return
+            former = owns(obs.literal, link_dir,
+                          history(self.workspace, rel, self.notes_history))
+            remedy = (f"remove the link {self.target(rel)}: it is aikito's link to the "
+                      f"former source {former}, nothing is lost — then run again"
+                      if former is not None else
+                      f"remove the link {self.target(rel)} if you no longer need it "
+                      "(aikito never replaces links it does not own)")
             self.op(
                 Action.CONFLICT, R_PRESERVE, rel,
-                f"found {obs.describe()}; expected {expected}",
-                remedy=f"remove the link {self.target(rel)} if you no longer need it "
-                "(aikito never replaces links it does not own)",
-                **kw,
+                f"found {obs.describe()}; expected {expected}", remedy=remedy, **kw,
             )
             return
         self.op(

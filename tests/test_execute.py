@@ -488,15 +488,24 @@ def test_failure_of_the_last_create_keeps_earlier_ones(
 
 
 def test_directory_link_replaced_by_nested_links(ws: WS) -> None:
-    """Old ref ``team`` (a link) → new ref ``team/a.md``: the owned link is unlinked and a
-    real directory created in its place."""
+    """Old ref ``team`` (a link) → new ref ``team/a.md``: [O4] makes the link a CONFLICT
+    for ``team/a.md`` (nothing written; the remedy says the link is aikito's and safe to
+    remove); once the user removes it, the sync creates the directory and the link."""
+    from aikito_mem.errors import ConflictError
+
     co = build(ws, memory=["team"])
     foreign = scatter(co)
     ws.project("demo").sync()
     assert os.readlink(f"{co}/.agents/memory/team") == ws.memory_path("team")
     ws.write_config("demo", memory=["team/a.md"], paths=[co])
-    result = ws.project("demo").sync()
-    assert result.outcome == "applied"
+    before = snapshot(co, ws.root)
+    with pytest.raises(ConflictError) as info:
+        ws.project("demo").sync()
+    [conflict] = [op for op in info.value.conflicts if op.resource == "team/a.md"]
+    assert conflict.remedy is not None and "aikito's link" in conflict.remedy
+    assert snapshot(co, ws.root) == before
+    os.unlink(f"{co}/.agents/memory/team")
+    assert ws.project("demo").sync().outcome == "applied"
     assert stat.S_ISDIR(os.lstat(f"{co}/.agents/memory/team").st_mode)
     assert os.readlink(f"{co}/.agents/memory/team/a.md") == ws.memory_path("team/a.md")
     assert ws.project("demo").sync().outcome == "unchanged"
@@ -504,13 +513,22 @@ def test_directory_link_replaced_by_nested_links(ws: WS) -> None:
 
 
 def test_nested_links_replaced_by_a_directory_link(ws: WS) -> None:
-    """Old refs ``team/a.md``, ``team/b.md`` → new ref ``team``: unlink, prune, link."""
+    """Old refs ``team/a.md``, ``team/b.md`` → new ref ``team``: the real directory at the
+    desired target is a CONFLICT ([P1]); once the user removes it, the sync links it."""
+    import shutil
+
+    from aikito_mem.errors import ConflictError
+
     co = build(ws, memory=["team/a.md", "team/b.md"])
     foreign = scatter(co)
     ws.project("demo").sync()
     ws.write_config("demo", memory=["team"], paths=[co])
-    result = ws.project("demo").sync()
-    assert result.outcome == "applied"
+    before = snapshot(co, ws.root)
+    with pytest.raises(ConflictError):
+        ws.project("demo").sync()
+    assert snapshot(co, ws.root) == before
+    shutil.rmtree(f"{co}/.agents/memory/team")
+    assert ws.project("demo").sync().outcome == "applied"
     assert os.readlink(f"{co}/.agents/memory/team") == ws.memory_path("team")
     assert ws.project("demo").sync().outcome == "unchanged"
     assert_foreign_intact(co, foreign)

@@ -278,11 +278,14 @@ def test_p1_legacy_notes_link_when_notes_current_is_unlink_then_create() -> None
     assert not plan.blocked
 
 
-def test_p1_current_notes_link_when_notes_legacy_is_replaced_too() -> None:
+def test_p1_current_notes_link_when_notes_legacy_is_a_conflict_with_a_safe_remedy() -> None:
+    # Only legacy -> current is a replacement in the [P1] table; any other link at a desired
+    # target is "a symlink to anything else": CONFLICT, preserved.
     plan = plan_of(resource_set(notes("legacy"), location="legacy"),
                    view({"notes": link(CURRENT_NOTES)}))
-    assert [op.action for op in plan.operations] == [Action.UNLINK, Action.CREATE]
-    assert plan.operations[1].source == LEGACY_NOTES
+    [op] = plan.operations
+    assert (op.action, op.rule) == (Action.CONFLICT, "INV-MEM-07")
+    assert op.remedy is not None and "aikito's link" in op.remedy
 
 
 def test_p1_notes_link_in_place_is_noop() -> None:
@@ -348,14 +351,18 @@ def test_o4_intermediate_non_directory_is_conflict_for_that_resource(found: Obse
     assert plan.blocked
 
 
-def test_o4_owned_link_where_a_directory_is_needed_is_unlinked() -> None:
-    # Former config had memory = ["team"]; now it is ["team/a.md"].
+def test_o4_owned_link_where_a_directory_is_needed_is_a_conflict_with_a_safe_remedy() -> None:
+    # Former config had memory = ["team"]; now it is ["team/a.md"].  [O4]: an intermediate
+    # that is anything but a real directory is a CONFLICT for the resource — even aikito's
+    # own link; the remedy says it is safe to remove.
     plan = plan_of(resource_set(ref("team/a.md")), view({"team": link(f"{WS}/memory/team")}))
-    assert brief(plan) == [
-        ("UNLINK", "INV-MEM-06", ".agents/memory/team", "link"),
-        ("CREATE", "INV-MEM-01", ".agents/memory/team/a.md", "link"),
-    ]
-    assert not plan.blocked
+    assert brief(plan) == [("CONFLICT", "INV-MEM-07", ".agents/memory/team/a.md", "link")]
+    [op] = plan.operations
+    assert op.reason == (f"{BASE}/team is a symlink to '{WS}/memory/team'; expected a real "
+                         f"directory to hold {BASE}/team/a.md")
+    assert op.remedy is not None and "aikito's link" in op.remedy
+    assert f"remove the link {BASE}/team" in op.remedy
+    assert plan.blocked
 
 
 def test_invalid_checkout_root_is_conflict() -> None:
@@ -473,22 +480,17 @@ def test_p2_empty_ancestor_of_desired_target_is_silent() -> None:
     assert plan.findings == ()
 
 
-def test_p2_desired_directory_full_of_owned_links_is_replaced() -> None:
-    # Former config memory = ["team/a.md"], now ["team"]: the real directory holding only
-    # aikito's link is emptied, removed, and the link to the directory created.
+def test_p2_desired_directory_full_of_owned_links_is_a_conflict() -> None:
+    # Former config memory = ["team/a.md"], now ["team"]: a real directory at a desired
+    # target is a CONFLICT ([P1], "directory (empty or not)"); it is never pruned, and the
+    # blocked plan writes nothing (the stale link inside is listed, not executed).
     plan = plan_of(resource_set(ref("team")), view({
         "team": DIR, "team/a.md": link(f"{WS}/memory/team/a.md")}))
     assert brief(plan) == [
-        ("UNLINK", "INV-MEM-06", ".agents/memory/team", "directory"),
-        ("CREATE", "INV-MEM-01", ".agents/memory/team", "link"),
+        ("CONFLICT", "INV-MEM-07", ".agents/memory/team", "link"),
         ("UNLINK", "INV-MEM-06", ".agents/memory/team/a.md", "link"),
     ]
-    order = [plan.operations[i].target.removeprefix(BASE + "/")
-             for i in _write_order(plan, _by_checkout(plan)[plan.checkouts[0].path])]
-    assert order == ["team/a.md", "team", "team"]
-    first = _by_checkout(plan)[plan.checkouts[0].path]
-    assert [plan.operations[i].action for i in _write_order(plan, first)] == [
-        Action.UNLINK, Action.UNLINK, Action.CREATE]
+    assert plan.blocked
 
 
 # =========================================================================== [P3]

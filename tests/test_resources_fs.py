@@ -580,19 +580,18 @@ def test_stale_link_beside_a_desired_target_keeps_the_directory(ws: Path, co: Pa
 
 
 def test_owned_link_where_a_directory_is_now_needed(ws: Path, co: Path) -> None:
-    """A former reference ``team`` (linked) became ``team/a.md``: unlink, mkdir, link."""
+    """A former reference ``team`` (linked) became ``team/a.md``: [O4] CONFLICT for
+    ``team/a.md``, the link preserved, the remedy says it is aikito's and safe to remove."""
     put(ws / "memory/team/a.md")
     project(ws, ["team/a.md"], [co])
     mem(co).mkdir(parents=True)
     mem(co, "team").symlink_to(f"{ws}/memory/team")
     plan = plan_of(ws)
-    assert [(op.action, op.target) for op in plan.operations] == [
-        (Action.UNLINK, str(mem(co, "team"))),
-        (Action.CREATE, str(mem(co, "team/a.md"))),
-    ]
-    assert sync(ws).outcome == "applied"
-    assert mem(co, "team").is_dir() and not mem(co, "team").is_symlink()
-    assert os.readlink(mem(co, "team/a.md")) == f"{ws}/memory/team/a.md"
+    [op] = plan.operations
+    assert (op.action, op.target) == (Action.CONFLICT, str(mem(co, "team/a.md")))
+    assert op.remedy is not None and "aikito's link" in op.remedy
+    assert plan.blocked
+    assert os.readlink(mem(co, "team")) == f"{ws}/memory/team"
     assert os.listdir(ws / "memory/team") == ["a.md"]  # nothing written into the source
 
 
