@@ -234,6 +234,7 @@ def _verify_checkout(
     root = dirs.get("")
     if root is not None and not _same(root, _fd_observed(fd), identity=True):
         return [f"checkout {co.path} was removed or replaced"]
+    unsafe = False
     for rel, rec in co.dirs:
         if not rel:
             continue
@@ -242,13 +243,17 @@ def _verify_checkout(
             live = observe.with_identity(rel, live, dir_fd=fd)
         if not _same(rec, live, identity=True):
             diffs.append(f"{co.path}/{rel} is now {_what(live)} (was {_what(rec)})")
-    if diffs:
+            unsafe = unsafe or live.kind not in (Kind.DIR, Kind.ABSENT)
+    if unsafe:
+        # A directory became something else (a symlink…): looking at targets below it
+        # would look through it.  What was found is already a difference.
         return diffs
     prefix = f"{co.path}/"
     # Ancestors recorded as non-directories (an owned link the plan unlinks to make room
     # for a directory): a target below one is verified through that entry above, never
     # by following it (which would observe the source behind the link).
-    not_dirs = tuple(f"{rel}/" for rel, rec in co.dirs if rel and rec.kind is not Kind.DIR)
+    not_dirs = tuple(f"{rel}/" for rel, rec in co.dirs
+                     if rel and rec.exists and rec.kind is not Kind.DIR)
     for _, op in ops:
         if op.action not in (Action.CREATE, Action.NOOP, Action.UNLINK):
             continue

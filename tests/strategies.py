@@ -464,8 +464,12 @@ class WSLike:  # pragma: no cover - typing aid only (tests.conftest.WS)
 @st.composite
 def checkout_worlds(draw: st.DrawFn, name: str, desired: tuple[str, ...],
                     ancestors: tuple[str, ...], *, fifo: bool = True,
-                    clean: bool = False) -> CheckoutWorld:
-    """One checkout of a world; ``clean`` draws only states that cause no CONFLICT."""
+                    clean: bool = False, notes_current: bool = False) -> CheckoutWorld:
+    """One checkout of a world; ``clean`` draws only states that cause no CONFLICT.
+
+    ``notes_current``: the desired ``notes`` is the project notes at the current location,
+    so a link to the legacy notes there is the one replacement of [P1], not a CONFLICT.
+    """
     online = draw(st.sampled_from([True, True, True, False]))
     if not online:
         return CheckoutWorld(name, False, "ok")
@@ -488,7 +492,8 @@ def checkout_worlds(draw: st.DrawFn, name: str, desired: tuple[str, ...],
         if parent and anc.get(parent) != "dir":
             continue
         targets[rel] = draw(st.sampled_from(
-            [*states, "legacy_notes"] if clean and rel == "notes" else states))
+            [*states, "legacy_notes"] if clean and rel == "notes" and notes_current
+            else states))
     containers = ["", *STALE_DIRS, *(a for a, s in anc.items() if s == "dir")]
     kinds = [k for k in STALE_KINDS if fifo or k != "fifo"]
     stale: dict[str, str] = {}
@@ -523,7 +528,8 @@ def worlds(draw: st.DrawFn, *, max_refs: int = 5, max_checkouts: int = 3,
     skeleton = World(refs, sources, notes, ())
     desired, ancestors = skeleton.desired, skeleton.desired_ancestors
     n = draw(st.integers(1, max_checkouts))
-    cos = tuple(draw(checkout_worlds(f"c{i}", desired, ancestors, fifo=fifo, clean=clean))
+    cos = tuple(draw(checkout_worlds(f"c{i}", desired, ancestors, fifo=fifo, clean=clean,
+                                     notes_current=notes == "current"))
                 for i in range(n))
     return World(refs, sources, notes, cos)
 
