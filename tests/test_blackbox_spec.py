@@ -19,6 +19,7 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 import time
 import tomllib
 import unicodedata
@@ -26,9 +27,11 @@ from pathlib import Path
 
 import pytest
 
-VENV = Path("/work/main/.venv")
-AIKITO = str(VENV / "bin" / "aikito")
-PY = str(VENV / "bin" / "python")
+# The interpreter running the suite is the project's environment: its `aikito` script sits
+# beside it (no machine path is named here).
+VENV_BIN = Path(sys.executable).parent
+AIKITO = str(VENV_BIN / "aikito")
+PY = sys.executable
 
 TOP_KEYS = {
     "schema", "project", "workspace", "dry_run", "outcome", "exit_code", "summary",
