@@ -30,7 +30,9 @@ def _use_color(option: bool | None) -> bool:
 
 def _err(message: str, color: bool) -> None:
     prefix = click.style("aikito:", fg="red", bold=True) if color else "aikito:"
-    click.echo(f"{prefix} {message}", err=True)
+    from aikito_mem.render import printable
+
+    click.echo(f"{prefix} {printable(message)}", err=True)
 
 
 def _plan_of(error: AikitoError) -> tuple[Plan | None, SyncResult | None]:
@@ -57,9 +59,7 @@ def _finish(
 ) -> NoReturn:
     """Print the outcome (JSON document or text report) and exit with its code."""
     if as_json:
-        import json
-
-        from aikito_mem.render import json_document
+        from aikito_mem.render import json_document, json_text
 
         err_doc: dict[str, Any] | None = None
         if error is not None:
@@ -73,25 +73,15 @@ def _finish(
             project=project, workspace=workspace, dry_run=dry_run, outcome=outcome,
             exit_code=exit_code, plan=plan, result=result, error=err_doc,
         )
-        text = json.dumps(doc, indent=2, ensure_ascii=False)
-        if not text.isascii():
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError:  # non-UTF-8 names (lone surrogates): escape them
-                text = json.dumps(doc, indent=2, ensure_ascii=True)
-        click.echo(text)
+        click.echo(json_text(doc))
     else:
         if plan is not None:
-            from aikito_mem.render import text_report
+            from aikito_mem.render import printable, text_report
 
             statuses = result.statuses if result is not None and not dry_run else None
             # One write for the whole report (a line per change is 10,000 flushes at W2).
-            report = "\n".join(text_report(plan, verbose=verbose, quiet=quiet, color=color,
-                                            statuses=statuses))
-            if not report.isascii():  # a non-UTF-8 name shows its raw byte as \xff
-                report = report.encode("utf-8", "surrogateescape").decode(
-                    "utf-8", "backslashreplace")
-            click.echo(report)
+            click.echo(printable("\n".join(text_report(
+                plan, verbose=verbose, quiet=quiet, color=color, statuses=statuses))))
             if not quiet and error is None:
                 if outcome == "applied":
                     n = len(plan.changes)

@@ -15,22 +15,15 @@ import click
 
 
 def _emit(doc: dict[str, Any], lines: list[str], as_json: bool) -> NoReturn:
-    # Paths of non-UTF-8 names hold lone surrogates (os.fsdecode): a strict stdout (any
-    # UTF-8 locale but C.UTF-8) cannot encode them.  JSON escapes them (\udcff, valid
-    # JSON); text shows the raw byte as \xff.
-    if as_json:
-        import json
+    # Non-UTF-8 names hold lone surrogates (os.fsdecode): escaped in JSON, shown as \xff
+    # in text — one rule for every command (render.json_text / render.printable).
+    from aikito_mem.render import json_text, printable
 
-        text = json.dumps(doc, indent=2, ensure_ascii=False)
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            text = json.dumps(doc, indent=2, ensure_ascii=True)
-        click.echo(text)
+    if as_json:
+        click.echo(json_text(doc))
     else:
         for line in lines:
-            click.echo(line.encode("utf-8", "surrogateescape").decode("utf-8",
-                                                                      "backslashreplace"))
+            click.echo(printable(line))
         if doc.get("error"):
             click.echo(f"aikito: {doc['error']['message']}", err=True)
     sys.exit(int(doc["exit_code"]))

@@ -98,6 +98,28 @@ def json_document(
     }
 
 
+def json_text(doc: dict[str, Any]) -> str:
+    """One JSON document as printed: UTF-8, or — when a non-UTF-8 name (a lone surrogate
+    from ``os.fsdecode``) is in it — escaped, still valid JSON (``\\udcff``)."""
+    import json
+
+    text = json.dumps(doc, indent=2, ensure_ascii=False)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = json.dumps(doc, indent=2, ensure_ascii=True)
+    return text
+
+
+def printable(text: str) -> str:
+    """Text with the raw byte of a non-UTF-8 name shown as ``\\xff`` (a strict stdout
+    cannot encode a lone surrogate)."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def summary_line(plan: Plan) -> str:
     """``memory: 3 to create, 1 to unlink, 0 conflicts, 27 unchanged, 2 skipped (…)``."""
     s = plan.summary()

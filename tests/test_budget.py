@@ -40,3 +40,20 @@ def test_warm_plan_costs_two_observations_per_resource(
     small = _warm_plan_calls(WS(tmp_path_factory.mktemp("small")), refs(20), monkeypatch)
     large = _warm_plan_calls(WS(tmp_path_factory.mktemp("large")), refs(220), monkeypatch)
     assert 200 < large - small <= 2 * 200, (small, large)
+
+
+def test_version_imports_only_the_cli_library() -> None:
+    """§12 start-up: ``aikito --version`` imports click and nothing of the engine — a
+    structural check through ``-X importtime``, not a timing."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "aikito_mem", "--version"],
+                          capture_output=True, text=True, check=True)
+    assert proc.stdout.startswith("aikito ")
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "click" in imported
+    heavy = {"attr", "attrs", "tomllib", "hashlib", "aikito_mem.model", "aikito_mem.api",
+             "aikito_mem.config", "aikito_mem.render", "aikito_mem.execute"}
+    assert not (heavy & imported), sorted(heavy & imported)

@@ -280,18 +280,25 @@ def test_erofs_fails_with_statuses_and_dry_run_prints_the_same_plan(tmp_path: Pa
     assert_converged(w, ["a.md", "b.md", "team/c.md"])
 
 
+def _root_owned_world(root: str) -> World:
+    """Two references and a root-owned ``.agents/memory`` that uid 65534 can read and
+    traverse but not write: its first symlink fails with EACCES."""
+    os.chmod(root, 0o755)
+    w = World(root)
+    w.refs(["a.md", "b.md"])
+    os.makedirs(w.mem)
+    for d in (w.root, w.ws, w.co, w.home, w.outside):
+        os.chmod(d, 0o755)
+    return w
+
+
 def test_eacces_as_unprivileged_user(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("runs as root only (drops to uid 65534); non-root runs are covered by "
                     "the permission tests of test_execute.py")
     root = tempfile.mkdtemp(prefix="aikito-eacces-")
     try:
-        os.chmod(root, 0o755)
-        w = World(root)
-        w.refs(["a.md", "b.md"])
-        os.makedirs(w.mem)
-        for d in (w.root, w.ws, w.co, w.home, w.outside):
-            os.chmod(d, 0o755)
+        w = _root_owned_world(root)
 
         def drop() -> None:
             os.setgid(65534)
@@ -323,12 +330,7 @@ def test_eacces_in_a_forked_unprivileged_child() -> None:
         pytest.skip("runs as root only (drops to uid 65534 in a forked child)")
     root = tempfile.mkdtemp(prefix="aikito-eacces-fork-")
     try:
-        os.chmod(root, 0o755)
-        w = World(root)
-        w.refs(["a.md", "b.md"])
-        os.makedirs(w.mem)
-        for d in (w.root, w.ws, w.co, w.home, w.outside):
-            os.chmod(d, 0o755)
+        w = _root_owned_world(root)
         before = tree_sig(w.root)
         rfd, wfd = os.pipe()
         pid = os.fork()
