@@ -55,6 +55,18 @@ class CheckoutState(enum.Enum):
     INVALID = "invalid"
 
 
+class SegmentName(enum.Enum):
+    """The engines of one project sync, in execution order ([E8], §13)."""
+
+    SKILLS = "skills"
+    INSTRUCTIONS = "instructions"
+    MEMORY = "memory"
+
+
+#: Segments in the order they are planned, listed and executed ([G6]).
+SEGMENT_ORDER = (SegmentName.SKILLS, SegmentName.INSTRUCTIONS, SegmentName.MEMORY)
+
+
 @frozen
 class Observed:
     """One observation of one path: its type and, where it matters, its identity.
@@ -164,6 +176,8 @@ class Operation:
     entry: str = "link"
     #: What was at ``target`` when planned.
     observed: Observed = ABSENT
+    #: The segment this operation belongs to ([G6]).
+    segment: SegmentName = SegmentName.MEMORY
 
 
 @frozen
