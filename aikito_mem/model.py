@@ -338,3 +338,64 @@ class CheckoutView:
     #: Every entry under ``.agents/memory`` (recursive, never through links), by
     #: relative path, sorted.
     entries: tuple[tuple[str, Observed], ...] = ()
+
+
+# -- skills and project instructions (§13) -----------------------------------------------
+
+
+@frozen
+class SkillsView:
+    """What observation found at ``.agents/skills`` of one active checkout ([G2])."""
+
+    #: ``.agents/skills`` itself (a symlink carries its literal).
+    root: Observed = ABSENT
+    #: Its entries (one level: skill names are single components), by name, sorted.
+    entries: tuple[tuple[str, Observed], ...] = ()
+
+
+class InstructionState(enum.Enum):
+    """What ``<ws>/projects/<p>/AGENTS.md`` is, as far as a sync may know ([G3])."""
+
+    ABSENT = "absent"
+    #: Only white space (space, tab, CR, LF), or size 0.
+    EMPTY = "empty"
+    CONTENT = "content"
+    #: A symlink leaving the workspace, a broken one, or not a regular file.
+    UNSAFE = "unsafe"
+
+
+@frozen
+class InstructionSource:
+    """The project instructions source and what execution re-checks about it ([P5])."""
+
+    #: ``<ws>/projects/<p>/AGENTS.md``: the literal every instruction link names.
+    path: str
+    state: InstructionState
+    problem: str | None = None
+    checks: tuple[SourceCheck, ...] = ()
+
+
+@frozen
+class InstructionTargetView:
+    """One instruction target of one active checkout, as observed ([G4])."""
+
+    #: Relative to the checkout root, e.g. ``AGENTS.md`` or ``.claude/CLAUDE.md``.
+    rel: str
+    #: The agents whose ``project_instruction_path`` this is (sorted; empty by default).
+    agents: tuple[str, ...] = ()
+    #: Whether any of them is detected on this machine ([G4]).
+    detected: bool = False
+    #: What is at the target.
+    observed: Observed = ABSENT
+    #: Each ancestor directory (relative path → observation), outermost first, up to the
+    #: first one that is missing or not a real directory.
+    parents: tuple[tuple[str, Observed], ...] = ()
+
+
+@frozen
+class InstructionsView:
+    """Every instruction target of one active checkout plus the legacy link ([G4])."""
+
+    targets: tuple[InstructionTargetView, ...] = ()
+    #: ``.agents/AGENTS.md`` (absent when ``.agents`` is not a real directory).
+    legacy: Observed = ABSENT
