@@ -251,3 +251,29 @@ def rename_noreplace(src: str, dst: str) -> None:
     if os.path.lexists(dst):
         raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), src, None, dst)
     os.rename(src, dst)
+
+
+
+def is_blank(path: str, *, follow: bool = False, chunk: int = 1 << 16) -> bool:
+    """Whether the regular file at ``path`` holds only white space (space, tab, CR, LF).
+
+    Reads only until the first other byte (a large non-empty file costs one read).  Opened
+    like :func:`read_regular` (non-blocking; no final symlink unless ``follow``); a
+    non-regular file raises :class:`NotRegularFileError`.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+    if not follow:
+        flags |= os.O_NOFOLLOW
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFileError(path, st)
+        while True:
+            data = os.read(fd, chunk)
+            if not data:
+                return True
+            if data.strip(b" \t\r\n"):
+                return False
+    finally:
+        os.close(fd)

@@ -99,3 +99,18 @@ def test_rename_noreplace_never_replaces(tmp_path):
     fsutil.rename_noreplace(str(tmp_path / "a"), str(tmp_path / "c"))
     assert (tmp_path / "c").read_text() == "a"
     assert not (tmp_path / "a").exists()
+
+
+def test_is_blank(tmp_path):
+    p = tmp_path / "f"
+    for data, blank in [(b"", True), (b" \t\r\n\n", True), (b"\n# x\n", False),
+                        (b" " * 200000 + b"x", False), (b"\x0b", False)]:
+        p.write_bytes(data)
+        assert fsutil.is_blank(str(p), chunk=4096) is blank
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(fsutil.NotRegularFileError):
+        fsutil.is_blank(str(tmp_path / "fifo"))
+    os.symlink("f", tmp_path / "link")
+    with pytest.raises(OSError):
+        fsutil.is_blank(str(tmp_path / "link"))
+    assert fsutil.is_blank(str(tmp_path / "link"), follow=True) is False
