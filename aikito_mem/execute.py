@@ -1,8 +1,9 @@
 """The executor: the only room that writes ([E1]–[E6]).
 
-Sequence: refuse a blocked plan → take the per-checkout locks (unless the caller already
-holds them) → re-check every recorded observation → register the checkout (compare-and-
-swap) → per checkout: unlinks and pruning, directory creation, links.
+Sequence: refuse a blocked plan → take the per-checkout locks (:mod:`aikito_mem.lock`,
+unless the caller already holds them) → re-check every recorded observation
+(:mod:`aikito_mem.verify`) → register the checkout (compare-and-swap) → per checkout:
+unlinks and pruning, directory creation, links.
 
 Every write goes through a directory descriptor opened with ``O_NOFOLLOW`` from the
 checkout root's descriptor, is preceded by its own just-in-time check, and uses only
@@ -13,10 +14,8 @@ a ``readlinkat`` proving ownership; ``rmdir`` refuses a non-empty directory).
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import signal
-import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -26,9 +25,9 @@ from aikito_mem.errors import (
     ConflictError,
     ExecutionError,
     InterruptedError_,
-    LockBusyError,
     StalePlanError,
 )
+from aikito_mem.lock import _DIR_FLAGS, Locks, lock_fd, open_root
 from aikito_mem.model import (
     Action,
     CheckoutPlan,
@@ -42,8 +41,9 @@ from aikito_mem.model import (
     SyncResult,
 )
 from aikito_mem.planner import MEMORY_DIR
+from aikito_mem.verify import _by_checkout, verify
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+__all__ = ["Locks", "execute", "lock_fd", "open_root", "planned_result", "refused", "verify"]
 
 #: Test seam (issue 4): called as ``hook(op)`` just before each write syscall.
 before_write: Callable[[Operation], None] | None = None
@@ -51,220 +51,6 @@ before_write: Callable[[Operation], None] | None = None
 
 class _Drift(Exception):
     """A just-in-time check found the world changed: stop, exit 3."""
-
-
-# -- locking ([E3]) ---------------------------------------------------------------------
-
-
-def open_root(path: str) -> int:
-    return os.open(path, _DIR_FLAGS)
-
-
-def lock_fd(fd: int, path: str, timeout: float) -> None:
-    """``flock(LOCK_EX)`` on the checkout root descriptor, waiting up to ``timeout``."""
-    deadline = time.monotonic() + max(timeout, 0.0)
-    delay = 0.005
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                raise LockBusyError(
-                    f"checkout {path} is busy: another sync holds its lock (flock on the "
-                    f"checkout directory) and did not release it within {timeout:g} s — "
-                    "wait for it to finish, or raise --lock-timeout",
-                    path=path, timeout=timeout,
-                ) from None
-            time.sleep(delay)
-            delay = min(delay * 2, 0.1)
-
-
-class Locks:
-    """Held checkout locks: physical path → root descriptor.  Taken in sorted order."""
-
-    def __init__(self) -> None:
-        self.fds: dict[str, int] = {}
-
-    def acquire(self, paths: list[str], timeout: float) -> list[str]:
-        """Lock every path that can be opened; return the paths that could not be."""
-        failed: list[str] = []
-        for path in sorted(set(paths)):
-            if path in self.fds:
-                continue
-            try:
-                fd = open_root(path)
-            except OSError:
-                failed.append(path)
-                continue
-            try:
-                lock_fd(fd, path, timeout)
-            except BaseException:
-                os.close(fd)
-                raise
-            self.fds[path] = fd
-        return failed
-
-    def release(self) -> None:
-        for fd in self.fds.values():
-            os.close(fd)
-        self.fds.clear()
-
-    def __enter__(self) -> Locks:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-
-# -- verification ([E2]) ---------------------------------------------------------------
-
-
-def _what(obs: Observed) -> str:
-    return obs.describe()
-
-
-def _same(recorded: Observed, live: Observed, *, identity: bool) -> bool:
-    if recorded.kind is not live.kind:
-        return False
-    if recorded.kind is Kind.LINK and recorded.literal != live.literal:
-        return False
-    if identity and recorded.kind is not Kind.ABSENT:
-        if (recorded.dev, recorded.ino) != (live.dev, live.ino):
-            return False
-        if recorded.gen is not None and live.gen is not None and recorded.gen != live.gen:
-            return False
-    return True
-
-
-def _short(plan: Plan, path: str) -> str:
-    prefix = plan.workspace + "/"
-    return path[len(prefix):] if path.startswith(prefix) else path
-
-
-def verify(plan: Plan, locks: Locks) -> list[str]:
-    """Every difference between the recorded observations and the live world."""
-    from aikito_mem.config import parse_project_config, read_config_bytes, sha256_hex
-    from aikito_mem.errors import ConfigError
-
-    diffs: list[str] = []
-    # agent.toml: the memory list, the candidates, the bytes when registering.  Re-parsed
-    # only when its bytes changed (a parse of 10,000 references is not free).
-    try:
-        data, project_dir, config_path = read_config_bytes(plan.workspace, plan.project)
-    except ConfigError as exc:
-        diffs.append(f"agent.toml can no longer be read: {exc.message}")
-    else:
-        digest = sha256_hex(data)
-        if plan.config_sha256 is not None and digest != plan.config_sha256:
-            diffs.append(f"agent.toml bytes changed since planning ({plan.config_path})")
-        if digest != plan.config_digest:
-            try:
-                config = parse_project_config(
-                    data, name=plan.project, project_dir=project_dir,
-                    config_path=config_path, home=plan.home or "",
-                )
-            except ConfigError as exc:
-                diffs.append(f"agent.toml can no longer be loaded: {exc.message}")
-            else:
-                if config.memory != plan.memory:
-                    diffs.append(f"agent.toml memory list changed ({plan.config_path})")
-                if config.candidates != plan.candidates:
-                    diffs.append(f"agent.toml checkout paths changed ({plan.config_path})")
-    pm = f"{plan.workspace}/projects/{plan.project}/memory"
-    if observe.lstat(pm).exists != plan.project_memory_exists:
-        diffs.append(
-            f"project memory root {pm} "
-            + ("appeared" if not plan.project_memory_exists else "disappeared")
-            + " (the notes source changes)"
-        )
-    for check in plan.sources:
-        live = observe.lstat_link(check.path)
-        if check.identity and live.kind in (Kind.FILE, Kind.DIR):
-            live = observe.with_identity(check.path, live)
-        if _same(check.observed, live, identity=check.identity):
-            continue
-        name = _short(plan, check.path)
-        rec = check.observed
-        if rec.kind is live.kind and check.identity:
-            diffs.append(f"source {name} was deleted and recreated")
-        elif live.kind is Kind.ABSENT:
-            diffs.append(f"source {name} was deleted (was {_what(rec)})")
-        elif rec.kind is Kind.ABSENT:
-            diffs.append(f"source {name} appeared ({_what(live)})")
-        else:
-            diffs.append(f"source {name} is now {_what(live)} (was {_what(rec)})")
-    by_checkout = _by_checkout(plan)
-    for co in plan.checkouts:
-        if co.state is not CheckoutState.ACTIVE:
-            continue
-        fd = locks.fds.get(co.path)
-        if fd is None:
-            diffs.append(f"checkout {co.path} can no longer be opened")
-            continue
-        diffs.extend(_verify_checkout(co, fd, by_checkout.get(co.path, ())))
-    return diffs
-
-
-def _fd_observed(fd: int) -> Observed:
-    st = os.fstat(fd)
-    obs = observe.from_stat(st)
-    gen = None
-    try:
-        buf = fcntl.ioctl(fd, observe.FS_IOC_GETVERSION, b"\0" * 8)
-        gen = int.from_bytes(buf[:4], "little")
-    except OSError:
-        pass
-    return Observed(obs.kind, None, obs.dev, obs.ino, gen)
-
-
-def _by_checkout(plan: Plan) -> dict[str, list[tuple[int, Operation]]]:
-    """Operations grouped by checkout once, so per-checkout passes stay linear ([P6])."""
-    groups: dict[str, list[tuple[int, Operation]]] = {}
-    for i, op in enumerate(plan.operations):
-        groups.setdefault(op.checkout, []).append((i, op))
-    return groups
-
-
-def _verify_checkout(
-    co: CheckoutPlan, fd: int, ops: Iterable[tuple[int, Operation]]
-) -> list[str]:
-    diffs: list[str] = []
-    dirs = dict(co.dirs)
-    root = dirs.get("")
-    if root is not None and not _same(root, _fd_observed(fd), identity=True):
-        return [f"checkout {co.path} was removed or replaced"]
-    unsafe = False
-    for rel, rec in co.dirs:
-        if not rel:
-            continue
-        live = observe.lstat_link(rel, dir_fd=fd)
-        if rec.gen is not None and live.kind is Kind.DIR:
-            live = observe.with_identity(rel, live, dir_fd=fd)
-        if not _same(rec, live, identity=True):
-            diffs.append(f"{co.path}/{rel} is now {_what(live)} (was {_what(rec)})")
-            unsafe = unsafe or live.kind not in (Kind.DIR, Kind.ABSENT)
-    if unsafe:
-        # A directory became something else (a symlink…): looking at targets below it
-        # would look through it.  What was found is already a difference.
-        return diffs
-    prefix = f"{co.path}/"
-    # Ancestors recorded as non-directories (an owned link the plan unlinks to make room
-    # for a directory): a target below one is verified through that entry above, never
-    # by following it (which would observe the source behind the link).
-    not_dirs = tuple(f"{rel}/" for rel, rec in co.dirs
-                     if rel and rec.exists and rec.kind is not Kind.DIR)
-    for _, op in ops:
-        if op.action not in (Action.CREATE, Action.NOOP, Action.UNLINK):
-            continue
-        rel = op.target[len(prefix):]
-        if not_dirs and rel.startswith(not_dirs):
-            continue
-        live = observe.lstat_link(rel, dir_fd=fd)
-        if not _same(op.observed, live, identity=True):
-            diffs.append(f"target {op.target} is now {_what(live)} "
-                         f"(was {_what(op.observed)})")
-    return list(dict.fromkeys(diffs))
 
 
 # -- writes ([E4], [E5]) -----------------------------------------------------------------

@@ -25,7 +25,7 @@ def test_flock_failure_is_exit_5_without_traceback(
     def broken_flock(fd: int, op: int) -> None:
         raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
 
-    monkeypatch.setattr("aikito_mem.execute.fcntl.flock", broken_flock)
+    monkeypatch.setattr("aikito_mem.lock.fcntl.flock", broken_flock)
     res = CliRunner().invoke(cli, ["--workspace", ws.root, "sync", "project", "demo", "--json"])
     assert res.exit_code == 5, res.output
     doc = json.loads(res.output)
