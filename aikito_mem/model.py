@@ -196,6 +196,18 @@ class CheckoutPlan:
 
 
 @frozen
+class PlannedTarget:
+    """One instruction target as planned: its path, its agents and their detection."""
+
+    #: Relative to each checkout root.
+    rel: str
+    agents: tuple[str, ...] = ()
+    #: Whether one of ``agents`` was detected; ``None`` when no checkout needed to know
+    #: (detection matters only where the target's directory is missing, [G4]).
+    detected: bool | None = None
+
+
+@frozen
 class Plan:
     """The frozen plan: everything execution does and everything it was decided from."""
 
@@ -227,6 +239,14 @@ class Plan:
     config_digest: str | None = None
     #: ``HOME`` used to expand ``~`` in checkout paths (re-used when re-parsing).
     home: str | None = None
+    #: The parsed ``skills`` list ([G1]), sorted.
+    skills: tuple[str, ...] = ()
+    #: The project instructions source as planned (state and re-checks) ([G3], [P5]).
+    instructions: InstructionSource | None = None
+    #: Each instruction target planned: path, agents and detection ([G6]).
+    instruction_targets: tuple[PlannedTarget, ...] = ()
+    #: ``Project.prepare(agent)``: the agent whose instruction targets only were planned.
+    agent: str | None = None
 
     @property
     def conflicts(self) -> tuple[Operation, ...]:
@@ -246,11 +266,33 @@ class Plan:
     def has_changes(self) -> bool:
         return bool(self.changes) or self.register is not None
 
-    def summary(self) -> dict[str, int]:
+    def summary(self, segment: SegmentName | None = None) -> dict[str, int]:
+        """Counts per action word, of every segment or of ``segment`` only ([G6])."""
         counts = {"CREATE": 0, "NOOP": 0, "UNLINK": 0, "CONFLICT": 0, "SKIP": 0}
         for op in self.operations:
-            counts[op.action._value_] += 1  # the plain attribute: Enum.value is slow
+            if segment is None or op.segment is segment:
+                counts[op.action._value_] += 1  # the plain attribute: Enum.value is slow
         return {word.lower(): n for word, n in counts.items()}
+
+    def segment_active(self, segment: SegmentName) -> bool:
+        """[G6]: a segment is active when it has at least one operation or finding."""
+        if any(op.segment is segment for op in self.operations):
+            return True
+        prefix = f"{segment.value}."
+        return any(f.code.startswith(prefix) for f in self.findings)
+
+    @property
+    def blocked_segments(self) -> frozenset[SegmentName]:
+        """Segments with a CONFLICT: nothing of them is written ([E1], [P3])."""
+        return frozenset(op.segment for op in self.operations if op.action is Action.CONFLICT)
+
+    @property
+    def refused(self) -> bool:
+        """Blocked as a whole: every active segment has a conflict ([G6])."""
+        blocked = self.blocked_segments
+        if not blocked:
+            return False
+        return all(s in blocked for s in SEGMENT_ORDER if self.segment_active(s))
 
     def evolve(self, **changes: Any) -> Plan:
         return attrs.evolve(self, **changes)

@@ -35,6 +35,7 @@ from aikito_mem.model import (
     Kind,
     Observed,
     Operation,
+    PlannedTarget,
     SegmentName,
 )
 from aikito_mem.planner import owns
@@ -61,7 +62,7 @@ def _op(action: Action, checkout: str, rel: str, reason: str, source: str, *,
                      source=source, remedy=remedy, observed=observed, segment=_SEG)
 
 
-def offline(checkout: str, reason: str, targets: tuple[InstructionTargetView, ...],
+def offline(checkout: str, reason: str, targets: tuple[PlannedTarget, ...],
             source: InstructionSource) -> list[Operation]:
     """A SKIP per instruction target for an offline checkout ([G6])."""
     return [

@@ -14,17 +14,21 @@ Stat-family calls, ``readlink`` and that one read only; the planners decide.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from aikito_mem import fsutil
 from aikito_mem.model import (
     ABSENT,
+    CheckoutState,
+    CheckoutView,
     InstructionSource,
     InstructionState,
     InstructionsView,
     InstructionTargetView,
     Kind,
     Observed,
+    Plan,
+    PlannedTarget,
     Resource,
     SkillsView,
     SourceCheck,
@@ -32,7 +36,7 @@ from aikito_mem.model import (
 from aikito_mem.observe import Observer
 from aikito_mem.planner_instructions import LEGACY_TARGET, instructions_source
 from aikito_mem.planner_skills import SKILLS_DIR, skill_source
-from aikito_mem.registry import Registry
+from aikito_mem.registry import InstructionTarget, Registry, detected
 
 
 def resolve_skills(skills: tuple[str, ...], workspace: str,
@@ -150,18 +154,14 @@ def _observe_link(path: str, observer: Observer) -> Observed:
 def instructions_view(
     checkout: str,
     agents: Observed,
-    registry: Registry,
-    detection: Mapping[str, bool],
+    targets: tuple[InstructionTarget, ...],
+    detect: Callable[[InstructionTarget], bool],
     observer: Observer,
-    *,
-    only: tuple[str, ...] | None = None,
 ) -> InstructionsView:
-    """Every instruction target of one active checkout ([G4]); ``only`` limits the
-    targets to those paths (``Project.prepare(agent)``, [A3])."""
-    targets = []
-    for target in registry.targets:
-        if only is not None and target.path not in only:
-            continue
+    """Every instruction target of one active checkout ([G4]).  ``detect`` is asked only
+    for a target whose directory is missing (the one case where detection matters)."""
+    views = []
+    for target in targets:
         parents: list[tuple[str, Observed]] = []
         parts = target.path.split("/")
         usable = True
@@ -175,10 +175,72 @@ def instructions_view(
                 usable = False
                 break
         observed = _observe_link(f"{checkout}/{target.path}", observer) if usable else ABSENT
-        detected = any(detection.get(a, False) for a in target.agents)
-        targets.append(InstructionTargetView(target.path, target.agents, detected, observed,
-                                             tuple(parents)))
+        missing_parent = bool(parents) and parents[-1][1].kind is Kind.ABSENT
+        detected = detect(target) if missing_parent else False
+        views.append(InstructionTargetView(target.path, target.agents, detected, observed,
+                                           tuple(parents)))
     legacy = ABSENT
     if agents.kind is Kind.DIR:
         legacy = _observe_link(f"{checkout}/{LEGACY_TARGET}", observer)
-    return InstructionsView(tuple(targets), legacy)
+    return InstructionsView(tuple(views), legacy)
+
+
+class Detection:
+    """Agent detection on this machine ([G4]), computed once per target and only when a
+    checkout needs it; :meth:`planned` is what the plan records ([G6])."""
+
+    def __init__(self, registry: Registry, environ: Mapping[str, str], home: str | None):
+        self._registry = registry
+        self._environ = environ
+        self._home = home
+        self.asked: dict[str, bool] = {}
+
+    def __call__(self, target: InstructionTarget) -> bool:
+        known = self.asked.get(target.path)
+        if known is None:
+            known = self.asked[target.path] = any(
+                detected(entry.detect, self._environ, self._home)
+                for entry in self._registry.agents if entry.name in target.agents
+            )
+        return known
+
+    def planned(self, targets: tuple[InstructionTarget, ...]) -> tuple[PlannedTarget, ...]:
+        return tuple(PlannedTarget(t.path, t.agents, self.asked.get(t.path)) for t in targets)
+
+
+def add_to_plan(
+    plan: Plan,
+    *,
+    skills: tuple[str, ...],
+    views: tuple[CheckoutView, ...],
+    observer: Observer,
+    environ: Mapping[str, str],
+    home: str | None,
+    agent: str | None = None,
+) -> Plan:
+    """Observe the skills and instructions of every active checkout and add both
+    segments to the memory ``plan`` ([G6]).  ``agent`` limits the instruction targets to
+    that agent's ([A3])."""
+    from aikito_mem.planner_project import add_segments
+    from aikito_mem.registry import load_registry
+
+    workspace = plan.workspace
+    registry = load_registry(workspace)
+    targets = registry.targets if agent is None else registry.targets_for(agent)
+    resolved = resolve_skills(skills, workspace, observer)
+    source = instruction_source(workspace, plan.project, observer)
+    detect = Detection(registry, environ, home)
+    skill_views: dict[str, SkillsView] = {}
+    instr_views: dict[str, InstructionsView] = {}
+    agents: dict[str, Observed] = {}
+    for view in views:
+        if view.state is not CheckoutState.ACTIVE or view.root.kind is not Kind.DIR:
+            continue
+        agents[view.path] = view.agents
+        skill_views[view.path] = skills_view(view.path, view.agents, observer)
+        instr_views[view.path] = instructions_view(view.path, view.agents, targets, detect,
+                                                   observer)
+    return add_segments(
+        plan, skills=resolved, skill_views=skill_views, agents=agents, source=source,
+        targets=detect.planned(targets), instruction_views=instr_views, agent=agent,
+    )

@@ -13,6 +13,7 @@ from aikito_mem.model import (
     InstructionTargetView,
     Kind,
     Observed,
+    PlannedTarget,
     SegmentName,
 )
 from aikito_mem.planner_instructions import offline, plan_checkout
@@ -104,7 +105,8 @@ def test_parents_recorded_for_verification():
 
 
 def test_offline_skips_each_target():
-    ops = offline(CO, "path does not exist", (target(), target(rel="AGENTS.md")),
+    ops = offline(CO, "path does not exist",
+                  (PlannedTarget(".claude/CLAUDE.md"), PlannedTarget("AGENTS.md")),
                   source(CONTENT))
     assert [(op.action, op.target) for op in ops] == [
         (Action.SKIP, "/co/.claude/CLAUDE.md"), (Action.SKIP, "/co/AGENTS.md")]

@@ -83,16 +83,19 @@ def test_instructions_view_parents_and_detection(tmp_path):
     (co / "AGENTS.md").write_text("mine")
     reg = build_registry([AgentEntry("claude", "f", ".claude/CLAUDE.md"),
                           AgentEntry("codex", "g", "AGENTS.md")])
+    asked = []
+
+    def detect(target):
+        asked.append(target.path)
+        return True
+
     obs = Observer()
-    view = instructions_view(str(co), obs.lstat(str(co / ".agents")), reg,
-                             {"claude": True}, obs)
+    view = instructions_view(str(co), obs.lstat(str(co / ".agents")), reg.targets, detect, obs)
     claude, codex = view.targets
     assert (claude.rel, claude.detected, claude.parents[0][1].kind) == (
         ".claude/CLAUDE.md", True, Kind.ABSENT)
     assert (codex.rel, codex.detected, codex.observed.kind) == ("AGENTS.md", False, Kind.FILE)
-    only = instructions_view(str(co), obs.lstat(str(co / ".agents")), reg, {}, Observer(),
-                             only=("AGENTS.md",))
-    assert [t.rel for t in only.targets] == ["AGENTS.md"]
-    default = instructions_view(str(co), obs.lstat(str(co / ".agents")), NO_REGISTRY, {},
-                                Observer())
+    assert asked == [".claude/CLAUDE.md"]  # detection only where the directory is missing
+    default = instructions_view(str(co), obs.lstat(str(co / ".agents")), NO_REGISTRY.targets,
+                                detect, Observer())
     assert [t.rel for t in default.targets] == ["AGENTS.md"]
