@@ -12,16 +12,11 @@ from collections.abc import Mapping
 import attrs
 
 from aikito_mem import checkouts as _checkouts
-from aikito_mem.config import (
-    list_projects,
-    load_project_config,
-    parse_project_config,
-    read_config_bytes,
-    sha256_hex,
-)
-from aikito_mem.discovery import Workspace, home_directory, resolve_workspace
+from aikito_mem.config import parse_project_config
+from aikito_mem.discovery import Workspace, current_directory, home_directory, resolve_workspace
 from aikito_mem.errors import ConfigError, ProjectPrepareConflictError
 from aikito_mem.execute import Locks, execute, planned_result
+from aikito_mem.fsutil import sha256_hex
 from aikito_mem.model import (
     CheckoutState,
     Plan,
@@ -31,6 +26,7 @@ from aikito_mem.model import (
 )
 from aikito_mem.observe import Observer, with_identity
 from aikito_mem.planner import build_plan
+from aikito_mem.projects import find_checkouts, load_project_config, read_config_bytes
 from aikito_mem.resources import resolve
 
 
@@ -124,28 +120,15 @@ class Project:
     ) -> Project:
         """The project one of whose active checkouts contains ``directory``."""
         ws = _workspace(workspace, environ)
-        here = os.path.realpath(directory)
-        found: list[tuple[str, str]] = []
-        broken: list[str] = []
-        observer = Observer()
-        configs: dict[str, ProjectConfig] = {}
-        for name in list_projects(ws.root):
-            try:
-                config = load_project_config(ws.root, name, environ=environ)
-            except ConfigError:
-                broken.append(name)
-                continue
-            configs[name] = config
-            for slot in _checkouts.slots(config, observer):
-                if slot.state is not CheckoutState.ACTIVE:
-                    continue
-                if here == slot.path or here.startswith(slot.path.rstrip("/") + "/"):
-                    found.append((name, slot.path))
-                    break
+        here = os.path.realpath(os.path.join(current_directory(), directory)
+                                if not os.path.isabs(directory) else directory)
+        search = find_checkouts(here, ws.root, environ=environ)
+        found = [(m.config.name, m.checkout) for m in search.matches]
         if len(found) == 1:
-            project = cls(config=configs[found[0][0]], workspace=ws)
+            project = cls(config=search.matches[0].config, workspace=ws)
             project._environ = environ
             return project
+        broken = search.broken
         skipped = f" (projects with a broken agent.toml: {', '.join(broken)})" if broken else ""
         if not found:
             raise ConfigError(
@@ -165,9 +148,9 @@ class Project:
         self, path: str | None, observer: Observer, *, register: bool
     ) -> tuple[tuple[_checkouts.Slot, ...], str | None, str | None]:
         if path is None:
-            return _checkouts.slots(self.config, observer), None, None
+            return _checkouts.slots(self.config, observer, strict=True), None, None
         slot, registered = _checkouts.explicit_slot(self.config, path, observer)
-        given = os.path.abspath(os.path.expanduser(path))
+        given = _checkouts.given_path(path)
         return (slot,), given, (given if register and not registered else None)
 
     def _plan(
@@ -275,7 +258,7 @@ class Project:
         self._check_agent(agent)
         observer = Observer()
         if path is None:
-            active = [s for s in _checkouts.slots(self.config, observer)
+            active = [s for s in _checkouts.slots(self.config, observer, strict=True)
                       if s.state is CheckoutState.ACTIVE]
             if not active:
                 raise ConfigError(

@@ -2,6 +2,20 @@
 
 The active/offline split is decided here once, at plan time, and frozen in the plan.  An
 offline candidate costs exactly one ``stat``; nothing below it is looked at ([K3]).
+
+[K1] A candidate path is resolved by the kernel as written: ``stat`` follows it (a
+``..`` after a symlink goes where the kernel goes, never a lexical shortening), and the
+physical path is ``realpath`` of it, checked to be the very directory ``stat`` found.
+Active candidates are de-duplicated by that identity (``st_dev``, ``st_ino``): two
+spellings or a bind mount of one directory are one checkout, so it is locked once; the
+first label wins.  Offline and invalid ones are de-duplicated by their lexically
+normalised path (:func:`aikito_mem.config.lexical_key`).
+
+A checkout physically inside ``<ws>/memory``, ``<ws>/skills`` or
+``<ws>/projects/<p>/memory`` would make a sync write links into the workspace itself (a
+link cycle in shared memory): with ``strict`` it is a configuration error
+(``config.checkout_in_workspace``); otherwise the slot is invalid (a CONFLICT), so a
+caller that only reports (doctor, the containment search) never writes there either.
 """
 
 from __future__ import annotations
@@ -10,6 +24,7 @@ import os
 
 import attrs
 
+from aikito_mem.config import lexical_key
 from aikito_mem.errors import ConfigError
 from aikito_mem.model import (
     ABSENT,
@@ -20,6 +35,7 @@ from aikito_mem.model import (
     Observed,
     ProjectConfig,
 )
+from aikito_mem.names import control_character
 from aikito_mem.observe import Observer
 
 
@@ -33,6 +49,8 @@ class Slot:
     state: CheckoutState
     reason: str | None = None
     root: Observed = ABSENT
+    #: ``(st_dev, st_ino)`` of the checkout directory when active.
+    identity: tuple[int, int] | None = None
 
 
 def classify(candidate: Candidate, observer: Observer) -> Slot:
@@ -51,29 +69,138 @@ def classify(candidate: Candidate, observer: Observer) -> Slot:
         return Slot(candidate.label, candidate.path, CheckoutState.INVALID,
                     f"checkout {candidate.path} is {obs.describe()}; expected a directory",
                     obs)
-    physical = os.path.realpath(candidate.path)
-    return Slot(candidate.label, physical, CheckoutState.ACTIVE)
+    return _physical(candidate.label, candidate.path, obs)
 
 
-def slots(config: ProjectConfig, observer: Observer) -> tuple[Slot, ...]:
-    """Every candidate of ``config``, de-duplicated by physical path ([K1])."""
+def _physical(label: str, path: str, obs: Observed) -> Slot:
+    """The active slot of the directory ``obs`` found at ``path``, by its physical path."""
+    physical = os.path.realpath(path)
+    try:
+        st = os.stat(physical)
+        same = (st.st_dev, st.st_ino) == (obs.dev, obs.ino)
+    except OSError:
+        same = False
+    if not same:
+        return Slot(label, path, CheckoutState.INVALID,
+                    f"checkout {path} changed while being examined (its physical path "
+                    f"{physical} is not the directory found there); run again")
+    return Slot(label, physical, CheckoutState.ACTIVE, identity=(obs.dev, obs.ino))
+
+
+def _workspace_trees(config: ProjectConfig) -> list[tuple[str, str]]:
+    """``(root, words)`` of every workspace tree a checkout must stay out of, spelled
+    both as written and physically (a tree may be a symlink to elsewhere)."""
+    project_dir = config.project_dir
+    ws = os.path.dirname(os.path.dirname(project_dir))
+    trees = [
+        (f"{ws}/memory", "the workspace memory tree"),
+        (f"{ws}/skills", "the workspace skills tree"),
+        (f"{project_dir}/memory", f"the memory tree of project {config.name!r}"),
+    ]
+    out: list[tuple[str, str]] = []
+    for root, words in trees:
+        out.append((root, words))
+        real = os.path.realpath(root)
+        if real != root:
+            out.append((real, words))
+    return out
+
+
+def _inside_workspace(physical: str, config: ProjectConfig) -> tuple[str, str] | None:
+    """``(tree root, words)`` when ``physical`` is inside a workspace tree that a sync
+    must never write into; else ``None``."""
+    for root, words in _workspace_trees(config):
+        if physical == root or physical.startswith(root.rstrip("/") + "/"):
+            return root, words
+    projects = os.path.join(os.path.dirname(os.path.dirname(config.project_dir)), "projects")
+    for base in dict.fromkeys((projects, os.path.realpath(projects))):
+        if physical.startswith(base + "/"):
+            parts = physical[len(base) + 1:].split("/")
+            if len(parts) >= 2 and parts[1] == "memory":
+                return f"{base}/{parts[0]}/memory", f"the memory tree of project {parts[0]!r}"
+    return None
+
+
+def _refusal(slot: Slot, config: ProjectConfig) -> str | None:
+    """The message refusing an active ``slot`` inside the workspace, else ``None``."""
+    inside = _inside_workspace(slot.path, config)
+    if inside is None:
+        return None
+    root, words = inside
+    return (
+        f"checkout {slot.label} {slot.path} is inside {words} ({root}); a sync would write "
+        "links into the workspace itself (a link cycle in shared memory); expected a "
+        f"checkout outside the workspace's memory/, skills/ and projects/*/memory/ trees "
+        f"— remove this path from {config.config_path}"
+    )
+
+
+def slots(config: ProjectConfig, observer: Observer, *, strict: bool = False
+          ) -> tuple[Slot, ...]:
+    """Every candidate of ``config``, de-duplicated ([K1]): active ones by identity,
+    others by lexical path; the first label wins.
+
+    ``strict``: an active checkout inside the workspace trees raises
+    :class:`ConfigError` (``config.checkout_in_workspace``); otherwise it is invalid.
+    """
     out: list[Slot] = []
-    seen: set[str] = set()
+    seen: set[object] = set()
     for cand in config.candidates:
         slot = classify(cand, observer)
-        key = slot.path if slot.state is CheckoutState.ACTIVE else f"\0{cand.path}"
+        key: object = slot.identity if slot.identity is not None else lexical_key(cand.path)
         if key in seen:
             continue
         seen.add(key)
+        if slot.state is CheckoutState.ACTIVE:
+            refusal = _refusal(slot, config)
+            if refusal is not None:
+                if strict:
+                    raise ConfigError(refusal, code="config.checkout_in_workspace",
+                                      path=slot.path)
+                slot = Slot(slot.label, slot.path, CheckoutState.INVALID, refusal)
         out.append(slot)
     return tuple(out)
+
+
+def given_path(path: str) -> str:
+    """The absolute path of an explicit checkout argument, as the kernel reaches it.
+
+    ``~`` is expanded; a relative path is joined to the current directory (a deleted one
+    is a configuration error); repeated ``/`` and ``.`` are dropped; a ``..`` is resolved
+    against the physical path of what precedes it — never a lexical shortening through a
+    symlink ([K1]).  A control character is a configuration error ([C6]: such a path
+    could not be registered).
+    """
+    control = control_character(path)
+    if control is not None:
+        raise ConfigError(
+            f"checkout path {path!r} contains the control character {control}; expected "
+            "the path of an existing directory without control characters — rename the "
+            "directory or pass another path",
+            code="config.checkout_path", path=path,
+        )
+    expanded = os.path.expanduser(path)
+    if not os.path.isabs(expanded):
+        from aikito_mem.discovery import current_directory
+
+        expanded = os.path.join(current_directory(), expanded)
+    out = ""
+    for part in expanded.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            out = os.path.dirname(os.path.realpath(out or "/")).rstrip("/")
+            continue
+        out = f"{out}/{part}"
+    return out or "/"
 
 
 def explicit_slot(
     config: ProjectConfig, path: str, observer: Observer
 ) -> tuple[Slot, bool]:
-    """The one checkout of ``sync project NAME PATH`` and whether it is registered ([K4])."""
-    given = os.path.abspath(os.path.expanduser(path))
+    """The one checkout of ``sync project NAME PATH`` and whether it is registered ([K4]):
+    a registered candidate that is the same directory (by identity) counts."""
+    given = given_path(path)
     try:
         obs = observer.stat_follow(given)
     except OSError as exc:
@@ -88,19 +215,29 @@ def explicit_slot(
             "(aikito never creates a checkout) — clone or create it first, or fix the path",
             code="config.checkout_path", path=given,
         )
-    physical = os.path.realpath(given)
+    slot = _physical("explicit", given, obs)
+    if slot.state is not CheckoutState.ACTIVE:
+        raise ConfigError(f"{slot.reason}", code="config.checkout_path", path=given)
+    registered: str | None = None
     for cand in config.candidates:
         if not cand.absolute:
             continue
-        if cand.path == given or cand.path == physical:
-            return Slot(cand.label, physical, CheckoutState.ACTIVE), True
+        if cand.path == given:
+            registered = cand.label
+            break
         try:
-            if observer.stat_follow(cand.path).kind is Kind.DIR and \
-                    os.path.realpath(cand.path) == physical:
-                return Slot(cand.label, physical, CheckoutState.ACTIVE), True
+            other = observer.stat_follow(cand.path)
         except OSError:
             continue
-    return Slot("explicit", physical, CheckoutState.ACTIVE), False
+        if other.kind is Kind.DIR and (other.dev, other.ino) == slot.identity:
+            registered = cand.label
+            break
+    if registered is not None:
+        slot = attrs.evolve(slot, label=registered)
+    refusal = _refusal(slot, config)
+    if refusal is not None:
+        raise ConfigError(refusal, code="config.checkout_in_workspace", path=slot.path)
+    return slot, registered is not None
 
 
 def observe(slot: Slot, observer: Observer) -> CheckoutView:

@@ -161,10 +161,7 @@ def sync_project(
 
         ws = resolve_workspace(workspace)
         ws_root = ws.root  # known to the JSON document even if agent.toml is broken
-        if name in (None, "."):
-            project = Project.for_directory(os.getcwd(), ws)
-        else:
-            project = Project.load(name, ws)
+        project = Project.for_directory(".", ws) if name in (None, ".") else Project.load(name, ws)
         project_name, ws_root = project.name, project.workspace
         if dry:
             # A plan only shown needs no source identities; a saved one does ([P5]).

@@ -1,65 +1,88 @@
-"""``agent.toml``: reading, parsing and every [C*] rule, plus the lexical part of [K1]/[K2].
+"""``agent.toml``: parsing and every [C*] rule, [G1], and the lexical part of [K1]/[K2].
 
-:func:`load_project_config` is the only function here that touches the filesystem: it opens
-``<ws>/projects/<name>/agent.toml`` once and reads its bytes once (the only file contents
-this engine reads).  :func:`parse_project_config` is pure: bytes in, a frozen
-:class:`~aikito_mem.model.ProjectConfig` out, or a :class:`~aikito_mem.errors.ConfigError`
-whose message names the file, the key or reference, what was expected, what was found, and
-a remedy.
+Pure: :func:`parse_project_config` takes the exact bytes of an ``agent.toml`` and returns a
+frozen :class:`~aikito_mem.model.ProjectConfig`, or raises a
+:class:`~aikito_mem.errors.ConfigError` whose message names the file, the key, label or
+index, what was expected, what was found, and a remedy.  Nothing here touches the
+filesystem: reading the file and listing projects live in :mod:`aikito_mem.projects`.
 
-Decisions where SPEC §3/§5 is silent:
+Decisions where SPEC §3/§5/§13 is silent:
 
-- Errors stop at the first problem, in file order (one message, one code).
+- Errors stop at the first problem (one message, one code): first the near-miss keys of
+  [C6] in file order, then ``name``, ``memory``, ``skills``, ``sync_mode``, the checkout
+  paths.
 - Indexes in messages are 0-based, as in ``memory[2]``; checkout labels are 1-based.
 - ``name`` that is not a string is reported as ``config.name_mismatch`` too.
 - [C4] compares references (and their ancestors, for the prefix rule) by their
   case-folded NFC form, so ``Team`` and ``team/a.md`` is a prefix clash too: on a
   case-insensitive file system the second would be created through the first's link.
+- [C6] near misses: only the closest read keys count (``paht`` resembles ``path``, not
+  ``paths``); the near miss is an error when one of them is absent.  ``path`` is read
+  only when ``paths`` is absent, so a near miss of ``path`` beside ``paths`` is a
+  warning.  The remedy also says how to keep a key that belongs to another tool: write
+  the resembled key explicitly (``memory = []``), so its absence cannot be a typo.
 - A ``path`` list gets labels ``1``, ``2``, … like a ``paths`` list; a ``path`` string gets
-  ``default``.  When both ``paths`` and ``path`` are present, ``path`` is ignored with a
-  warning finding ``config.path_ignored``.
+  ``default``.  When both ``paths`` and ``path`` are present, ``path`` is ignored (not
+  validated) with a warning finding ``config.path_ignored``.
 - ``~user/…`` is not expanded: it stays relative, so it is an offline candidate with the
   [K2] warning.  ``~`` is expanded with the ``home`` given (``HOME`` of the environment).
-- Absolute candidates are normalised with ``os.path.normpath`` and a leading ``//`` is
-  collapsed to ``/``.  Relative ones keep their expanded text, and are de-duplicated by
-  their normalised text.  A dropped duplicate produces a warning finding
-  ``checkout.duplicate`` naming the label that won.
-- ``agent.toml`` that is not a regular file (a directory, a FIFO…), a dangling symlink, or
-  unreadable, is ``config.unreadable``; it is opened non-blocking so a FIFO cannot hang us.
+- [K1] A candidate's path is the expanded text with only the spellings the kernel treats
+  alike for a directory folded away (repeated ``/``, ``.`` components, a trailing ``/``);
+  ``..`` is never shortened here: ``X/link/../co`` is whatever the kernel reaches
+  (:mod:`aikito_mem.checkouts` decides that, and de-duplicates active checkouts by
+  identity).  Two candidates with the same folded text are one (a ``checkout.duplicate``
+  warning naming the label that won); relative ones, always offline, are compared by
+  their lexically normalised text (:func:`lexical_key`).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import stat
 import tomllib
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-from aikito_mem.discovery import expand_home, home_directory
-from aikito_mem.errors import ConfigError, ProjectNotFoundError
+from aikito_mem.discovery import expand_home
+from aikito_mem.errors import ConfigError
+from aikito_mem.fsutil import sha256_hex
 from aikito_mem.model import Candidate, Finding, ProjectConfig
+from aikito_mem.names import (
+    MAX_COMPONENT_BYTES,
+    component_problem,
+    control_character,
+    first_clash,
+    nfc,
+    reference_problem,
+)
 
 __all__ = [
     "KNOWN_KEYS",
     "MAX_COMPONENT_BYTES",
-    "list_projects",
-    "load_project_config",
+    "READ_KEYS",
+    "lexical_key",
+    "near_misses",
     "parse_project_config",
     "reference_problem",
 ]
 
-#: Top-level keys this engine knows about (``skills`` belongs to other engines).
-KNOWN_KEYS = frozenset({"name", "memory", "paths", "path", "skills"})
-#: Keys a misspelling is compared against, in tie-breaking order ([C6]).
-_SUGGESTABLE = ("memory", "paths", "path")
-#: Largest edit distance that still earns a did-you-mean warning.
+#: Top-level keys the engine reads, in the tie-breaking order of near misses ([C6]).
+READ_KEYS = ("memory", "paths", "path", "skills", "sync_mode")
+#: Every top-level key this engine knows about.
+KNOWN_KEYS = frozenset({"name", *READ_KEYS})
+#: Largest case-insensitive Damerau–Levenshtein distance of a near miss ([C6]).
 _MAX_DISTANCE = 2
-#: Longest reference component, in bytes of UTF-8 ([C3]).
-MAX_COMPONENT_BYTES = 255
 
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+#: What would happen if a near miss of each read key were obeyed, and how to say "no,
+#: this key belongs to another tool" ([C6]).
+_CONSEQUENCE = {
+    "memory": ("every memory link of this project would be removed", "memory = []"),
+    "paths": ("the checkouts you meant to list there would not be synced", "paths = []"),
+    "path": ("the checkout you meant to name there would not be synced", "path = []"),
+    "skills": ("every skill link of this project would be removed", "skills = []"),
+    "sync_mode": ("skills would be linked, whatever mode you meant", 'sync_mode = "link"'),
+}
+
 _TOML_POSITION = re.compile(r"^(?P<msg>.*) \(at line (?P<line>\d+), column (?P<col>\d+)\)$", re.S)
 _TOML_AT_END = " (at end of document)"
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -70,181 +93,14 @@ _REFERENCE_RULES = (
     "no control or invisible format characters, no component with leading or trailing "
     "white space or longer than 255 bytes)"
 )
+_SKILL_RULES = (
+    "expected the name of one directory of <workspace>/skills (not empty, no '/', not "
+    "'.' or '..', no backslash, no control or invisible format characters, no leading or "
+    "trailing white space, at most 255 bytes)"
+)
 
 
-# --------------------------------------------------------------------------- reading
-
-
-def _check_project_name(name: str) -> None:
-    if not name:
-        why = "it is empty"
-    elif "/" in name:
-        why = "it contains '/'"
-    elif name in (".", ".."):
-        why = f"{name!r} names no project"
-    elif "\x00" in name:
-        why = "it contains a NUL character"
-    else:
-        return
-    raise ConfigError(
-        f"project name {name!r} is not valid: {why}; expected the name of one directory "
-        "under <workspace>/projects/ — pass just the project name, e.g. 'demo'",
-        code="config.project_name",
-    )
-
-
-def _read_config_bytes(name: str, project_dir: str, config_path: str) -> bytes:
-    """Open ``agent.toml`` once, without blocking, and read its bytes once ([C7])."""
-    try:
-        fd = os.open(config_path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except (FileNotFoundError, NotADirectoryError):
-        _raise_not_found(name, project_dir, config_path)
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise ConfigError(
-            f"{config_path}: cannot open agent.toml ({reason}); expected a readable regular "
-            "file holding the project's TOML configuration — fix its permissions or "
-            "replace it with a regular file",
-            code="config.unreadable",
-            path=config_path,
-        ) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            found = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-            raise ConfigError(
-                f"{config_path}: cannot read agent.toml: it is {found}; expected a regular "
-                "file holding the project's TOML configuration — replace it with a file",
-                code="config.unreadable",
-                path=config_path,
-            )
-        chunks: list[bytes] = []
-        while True:
-            chunk = os.read(fd, max(st.st_size + 1, 65536))
-            if not chunk:
-                break
-            chunks.append(chunk)
-        return b"".join(chunks)
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise ConfigError(
-            f"{config_path}: cannot read agent.toml ({reason}); expected a readable regular "
-            "file — check the file and its permissions",
-            code="config.unreadable",
-            path=config_path,
-        ) from None
-    finally:
-        os.close(fd)
-
-
-def _raise_not_found(name: str, project_dir: str, config_path: str) -> NoReturn:
-    try:
-        os.lstat(config_path)
-    except OSError:
-        pass
-    else:  # lstat sees it, open does not: a dangling symlink
-        raise ConfigError(
-            f"{config_path}: agent.toml is a symlink to nothing (dangling); expected a "
-            "regular file holding the project's TOML configuration — fix or replace the "
-            "link",
-            code="config.unreadable",
-            path=config_path,
-        )
-    try:
-        dst: os.stat_result | None = os.stat(project_dir)
-    except OSError:
-        dst = None
-    if dst is not None and stat.S_ISDIR(dst.st_mode):
-        found = f"the directory {project_dir}/ exists but has no agent.toml"
-        remedy = f"create {config_path} to register the project, or check the project name"
-    elif dst is not None:
-        found = f"{project_dir} is not a directory"
-        remedy = "check the project name"
-    else:
-        found = "found nothing"
-        remedy = "create agent.toml there or check the project name"
-    raise ProjectNotFoundError(
-        f"project {name!r} not found: expected {config_path}, {found} — {remedy}",
-        project=name,
-        path=config_path,
-    )
-
-
-def load_project_config(
-    workspace_root: str, name: str, *, environ: Mapping[str, str] | None = None
-) -> ProjectConfig:
-    """Read and validate ``<workspace_root>/projects/<name>/agent.toml``.
-
-    ``environ`` (default ``os.environ``) supplies ``HOME`` for ``~`` in checkout paths.
-    Raises :class:`ProjectNotFoundError` when the directory or file is missing ([C7]) and
-    :class:`ConfigError` for anything invalid.
-    """
-    _check_project_name(name)
-    project_dir = os.path.join(workspace_root, "projects", name)
-    config_path = os.path.join(project_dir, "agent.toml")
-    data = _read_config_bytes(name, project_dir, config_path)
-    home = home_directory(environ) or ""
-    return parse_project_config(
-        data, name=name, project_dir=project_dir, config_path=config_path, home=home
-    )
-
-
-def sha256_hex(data: bytes) -> str:
-    """The sha256 hex digest of ``agent.toml`` bytes ([K4], [P5]).
-
-    Uses CPython's built-in ``_sha256`` (3.11) / ``_sha2`` (3.12+) module when present:
-    importing ``hashlib`` loads OpenSSL, about 3 ms of every start-up; the digest is the
-    same.
-    """
-    try:
-        from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        try:
-            from _sha2 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
-        except ImportError:
-            from hashlib import sha256  # type: ignore[assignment,unused-ignore]
-    return str(sha256(data).hexdigest())
-
-
-def read_config_bytes(workspace_root: str, name: str) -> tuple[bytes, str, str]:
-    """The exact bytes of a project's ``agent.toml``, its project dir and its path."""
-    _check_project_name(name)
-    project_dir = os.path.join(workspace_root, "projects", name)
-    config_path = os.path.join(project_dir, "agent.toml")
-    return _read_config_bytes(name, project_dir, config_path), project_dir, config_path
-
-
-def list_projects(workspace_root: str) -> tuple[str, ...]:
-    """Sorted names of the directories under ``<ws>/projects`` that hold an ``agent.toml``.
-
-    An ``agent.toml`` counts when anything is there (``lstat``), so that a broken one is
-    listed and then reported by :func:`load_project_config`, never silently skipped.
-    """
-    projects = os.path.join(workspace_root, "projects")
-    names: list[str] = []
-    try:
-        with os.scandir(projects) as it:
-            entries = list(it)
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise ConfigError(
-            f"workspace {workspace_root!r}: cannot list {projects}/ ({reason}); expected a "
-            "directory holding one directory per project — create it or fix its permissions",
-            code="config.workspace_no_projects",
-            path=projects,
-        ) from None
-    for entry in entries:
-        try:
-            if not entry.is_dir():
-                continue
-            os.lstat(os.path.join(entry.path, "agent.toml"))
-        except OSError:
-            continue
-        names.append(entry.name)
-    return tuple(sorted(names))
-
-
-# --------------------------------------------------------------------------- parsing
+# --------------------------------------------------------------------------- values
 
 
 def _type_name(value: object) -> str:
@@ -281,6 +137,9 @@ def _key_name(key: str) -> str:
     if key.isprintable() and '"' not in key and "\\" not in key:
         return f'"{key}"'
     return repr(key)
+
+
+# --------------------------------------------------------------------------- [C1]
 
 
 def _line_col(text: str, offset: int) -> tuple[int, int]:
@@ -339,6 +198,9 @@ def _parse_toml(text: str, config_path: str) -> dict[str, Any]:
         ) from None
 
 
+# --------------------------------------------------------------------------- [C6] keys
+
+
 def _edit_distance(a: str, b: str) -> int:
     """Optimal-string-alignment (Damerau–Levenshtein) distance."""
     prev2: list[int] = []
@@ -355,109 +217,96 @@ def _edit_distance(a: str, b: str) -> int:
     return prev[len(b)]
 
 
-def _suggest(key: str) -> str | None:
-    """The known key ``key`` is probably a misspelling of, or ``None`` ([C6])."""
-    if key in KNOWN_KEYS or not 4 - _MAX_DISTANCE <= len(key) <= 6 + _MAX_DISTANCE:
-        return None
-    best: tuple[int, str] | None = None
-    for known in _SUGGESTABLE:  # ties keep the earlier: memory, then paths, then path
-        distance = _edit_distance(key, known)
-        if distance <= _MAX_DISTANCE and (best is None or distance < best[0]):
-            best = (distance, known)
-    return None if best is None else best[1]
+_MIN_LEN = min(map(len, READ_KEYS)) - _MAX_DISTANCE
+_MAX_LEN = max(map(len, READ_KEYS)) + _MAX_DISTANCE
 
 
-#: References that obviously satisfy [C3]: components of ASCII letters, digits and
-#: ``._-+@=,~`` that start with a letter, digit or ``_`` (so never ``.``, ``..``, empty,
-#: or with white space).  Anything else takes the full check below.
-_PLAIN_REF = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+@=,~-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.+@=,~-]*)*")
+def near_misses(key: str) -> tuple[str, ...]:
+    """The read keys closest to ``key`` within the near-miss distance ([C6]): the ones at
+    the smallest distance, in :data:`READ_KEYS` order (``()`` when none).
 
-
-def reference_problem(ref: str) -> str | None:
-    """Check one ``memory`` reference against [C3]: ``None`` if clean, else why not.
-
-    The reason reads after the reference: ``'a//b'`` + ``has an empty component``.
+    A key the engine knows is never a near miss of another (``path`` and ``paths`` are
+    one edit apart and both real).
     """
-    if len(ref) <= MAX_COMPONENT_BYTES and _PLAIN_REF.fullmatch(ref) is not None:
-        return None  # fast path: printable ASCII names, no '.'/'..' or empty component
-    if not ref:
-        return "is empty"
-    control = _CONTROL.search(ref)
-    if control is not None:
-        return f"contains the control character U+{ord(control.group()):04X}"
-    if not ref.isascii():
-        import unicodedata
+    if key in KNOWN_KEYS or not _MIN_LEN <= len(key) <= _MAX_LEN:
+        return ()
+    folded = key.casefold()
+    distances = {known: _edit_distance(folded, known) for known in READ_KEYS}
+    best = min(distances.values())
+    if best > _MAX_DISTANCE:
+        return ()
+    return tuple(known for known in READ_KEYS if distances[known] == best)
 
-        for ch in ref:
-            category = unicodedata.category(ch)
-            if category == "Cf":
-                return (
-                    f"contains the invisible format character U+{ord(ch):04X} "
-                    f"({unicodedata.name(ch, 'unnamed')}, Unicode category Cf)"
+
+def _check_keys(doc: Mapping[str, Any], config_path: str, findings: list[Finding]) -> None:
+    """[C6]: a near miss of an absent read key is an error; of a present one, a warning.
+
+    Only the closest read keys count (``paht`` resembles ``path``, not ``paths``).
+    """
+    for key in doc:
+        resembled = near_misses(key)
+        if not resembled:
+            continue
+        absent = [
+            k for k in resembled if k not in doc and not (k == "path" and "paths" in doc)
+        ]
+        if not absent:
+            findings.append(
+                Finding(
+                    code="config.unknown_key",
+                    severity="warning",
+                    message=f"unknown key {key!r} — did you mean {resembled[0]!r}?",
+                    path=config_path,
                 )
-            if category == "Cs":
-                return f"contains the lone surrogate U+{ord(ch):04X}"
-    if "\\" in ref:
-        return "contains a backslash; use '/' to separate components"
-    if ref.startswith("/"):
-        return "is absolute (starts with '/'); it must be relative to the workspace memory/"
-    if ref.endswith("/"):
-        return "ends with '/'; remove the trailing slash"
-    for index, component in enumerate(ref.split("/")):
-        if not component:
-            return "has an empty component ('//')"
-        if component in (".", ".."):
-            return f"has a {component!r} component"
-        if component[0].isspace() or component[-1].isspace():
-            return f"has a component with leading or trailing white space ({component!r})"
-        size = len(component.encode("utf-8"))
-        if size > MAX_COMPONENT_BYTES:
-            return (
-                f"has a component (number {index + 1}) of {size} bytes in UTF-8, longer "
-                f"than {MAX_COMPONENT_BYTES}"
             )
-    return None
+            continue
+        known = absent[0]
+        consequence, explicit = _CONSEQUENCE[known]
+        raise ConfigError(
+            f"{config_path}: unknown key {key!r} — did you mean {known!r}? As written, "
+            f"{consequence}, since {known!r} is absent; expected a key this engine reads, "
+            f"or no key that resembles one — rename {key!r} to {known!r}; if {key!r} "
+            f"belongs to another tool, write {explicit} explicitly so that {known!r} "
+            "cannot be a typo (nothing was changed)",
+            code="config.unknown_key",
+            path=config_path,
+        )
 
 
-def _nfc(ref: str) -> str:
-    if ref.isascii():
-        return ref
-    import unicodedata
-
-    return unicodedata.normalize("NFC", ref)
+# --------------------------------------------------------------------------- [C2]-[C4]
 
 
-def _fold(ref: str) -> str:
-    """The key two references collide under: NFC of the case fold of the NFC form."""
-    if ref.isascii():
-        return ref.lower()
-    import unicodedata
-
-    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", ref).casefold())
-
-
-def _parse_memory(value: object, config_path: str) -> tuple[str, ...]:
+def _list_of_strings(
+    value: object, key: str, noun: str, described: str, example: str, config_path: str
+) -> tuple[str, ...]:
+    """[C2]/[G1]: a list whose every element is a string, else an error naming the index."""
     if not isinstance(value, list):
         if isinstance(value, str) and _BARE_KEY.match(value.replace("/", "").replace(".", "")):
-            remedy = f'write memory = ["{value}"]'
+            remedy = f'write {key} = ["{value}"]'
         else:
-            remedy = 'write a list of references, e.g. memory = ["team/conventions.md"]'
+            remedy = f"write a list of {noun}s, e.g. {key} = [{example}]"
         raise ConfigError(
-            f"{config_path}: key 'memory': expected a list of strings, found "
+            f"{config_path}: key {key!r}: expected a list of strings, found "
             f"{_found(value)} — {remedy}",
-            code="config.memory_type",
+            code=f"config.{key}_type",
             path=config_path,
         )
     for index, item in enumerate(value):
         if not isinstance(item, str):
             raise ConfigError(
-                f"{config_path}: memory[{index}]: expected a string (a reference below the "
-                f"workspace memory/ directory), found {_found(item)} — quote it as one "
-                "reference per list element, or remove it",
-                code="config.memory_type",
+                f"{config_path}: {key}[{index}]: expected a string ({described}), found "
+                f"{_found(item)} — quote it as one {noun} per list element, or remove it",
+                code=f"config.{key}_type",
                 path=config_path,
             )
-    refs: tuple[str, ...] = tuple(value)
+    return tuple(value)
+
+
+def _parse_memory(value: object, config_path: str) -> tuple[str, ...]:
+    refs = _list_of_strings(
+        value, "memory", "reference", "a reference below the workspace memory/ directory",
+        '"team/conventions.md"', config_path,
+    )
     for index, ref in enumerate(refs):
         problem = reference_problem(ref)
         if problem is not None:
@@ -472,49 +321,36 @@ def _parse_memory(value: object, config_path: str) -> tuple[str, ...]:
 
 
 def _check_collisions(refs: tuple[str, ...], config_path: str) -> None:
-    """[C4] in one pass: duplicates (exact, NFC, case fold) and component prefixes.
-
-    Every reference's fold key goes in ``by_key``; every proper ancestor of it in
-    ``under`` (ancestor key → first reference below it).  Linear in the total length.
-    """
-    by_key: dict[str, int] = {}
-    under: dict[str, int] = {}
-    for index, ref in enumerate(refs):
-        key = _fold(ref)
-        first = by_key.get(key)
-        if first is not None:
-            _raise_duplicate(refs, first, index, config_path)
-        below = under.get(key)
-        if below is not None:
-            _raise_prefix(refs, outer=index, inner=below, config_path=config_path)
-        parts = key.split("/")
-        ancestor = parts[0]
-        for part in parts[1:]:
-            outer = by_key.get(ancestor)
-            if outer is not None:
-                _raise_prefix(refs, outer=outer, inner=index, config_path=config_path)
-            under.setdefault(ancestor, index)
-            ancestor = f"{ancestor}/{part}"
-        by_key[key] = index
+    """[C4]: duplicates (exact, NFC, case fold) and component prefixes."""
+    clash = first_clash(refs, prefixes=True)
+    if clash is None:
+        return
+    kind, first, second = clash
+    if kind == "duplicate":
+        _raise_duplicate("memory", refs, first, second, config_path)
+    _raise_prefix(refs, outer=first, inner=second, config_path=config_path)
 
 
-def _raise_duplicate(refs: tuple[str, ...], first: int, second: int, config_path: str) -> NoReturn:
-    a, b = refs[first], refs[second]
+def _raise_duplicate(
+    key: str, items: tuple[str, ...], first: int, second: int, config_path: str
+) -> NoReturn:
+    what = "memory reference" if key == "memory" else "skill"
+    a, b = items[first], items[second]
     if a == b:
-        how = f"memory reference {a!r} is listed twice (memory[{first}] and memory[{second}])"
+        how = f"{what} {a!r} is listed twice ({key}[{first}] and {key}[{second}])"
     else:
-        if _nfc(a) == _nfc(b):  # they look alike: show the code points
+        if nfc(a) == nfc(b):  # they look alike: show the code points
             rule, shown_a, shown_b = "NFC normalisation", ascii(a), ascii(b)
         else:
             rule, shown_a, shown_b = "case folding", repr(a), repr(b)
         how = (
-            f"memory references {shown_a} (memory[{first}]) and {shown_b} "
-            f"(memory[{second}]) are equal after {rule}"
+            f"{what}s {shown_a} ({key}[{first}]) and {shown_b} ({key}[{second}]) are "
+            f"equal after {rule}"
         )
     raise ConfigError(
-        f"{config_path}: {how}; expected each reference once (they would share one runtime "
+        f"{config_path}: {how}; expected each {what} once (they would share one runtime "
         "target on a normalising or case-insensitive file system) — remove one of them",
-        code="config.reference_duplicate",
+        code="config.reference_duplicate" if key == "memory" else "config.skill_duplicate",
         path=config_path,
     )
 
@@ -531,6 +367,52 @@ def _raise_prefix(refs: tuple[str, ...], *, outer: int, inner: int, config_path:
     )
 
 
+# --------------------------------------------------------------------------- [G1]
+
+
+def _parse_skills(value: object, config_path: str) -> tuple[str, ...]:
+    names = _list_of_strings(
+        value, "skills", "skill name", "a skill name: one directory of <workspace>/skills",
+        '"review"', config_path,
+    )
+    for index, name in enumerate(names):
+        problem = component_problem(name)
+        if problem is not None:
+            raise ConfigError(
+                f"{config_path}: skills[{index}] = {name!r} is not a valid skill name: it "
+                f"{problem}; {_SKILL_RULES} — fix or remove this entry",
+                code="config.skill_invalid",
+                path=config_path,
+            )
+    clash = first_clash(names, prefixes=False)
+    if clash is not None:
+        _raise_duplicate("skills", names, clash[1], clash[2], config_path)
+    return names
+
+
+def _check_sync_mode(value: object, config_path: str) -> None:
+    if isinstance(value, str) and value.lower() == "link":
+        return
+    if isinstance(value, str) and value.lower() == "copy":
+        raise ConfigError(
+            f"{config_path}: key 'sync_mode' is {value!r}: this engine only links "
+            "(INV-MEM-01), it never copies skills; expected \"link\" — set "
+            'sync_mode = "link" (or remove the key), or keep a project that needs '
+            "copy-mode skills with the reference tool 'aikito'",
+            code="config.sync_mode",
+            path=config_path,
+        )
+    raise ConfigError(
+        f"{config_path}: key 'sync_mode': expected \"link\" (in any letter case), found "
+        f'{_found(value)} — set sync_mode = "link" or remove the key',
+        code="config.sync_mode",
+        path=config_path,
+    )
+
+
+# --------------------------------------------------------------------------- [C5]/[K1]
+
+
 def _paths_error(where: str, expected: str, value: object, config_path: str) -> ConfigError:
     return ConfigError(
         f"{config_path}: {where}: expected {expected}, found {_found(value)} — write "
@@ -541,27 +423,28 @@ def _paths_error(where: str, expected: str, value: object, config_path: str) -> 
     )
 
 
+def _path_value(where: str, label: str, item: object, config_path: str) -> tuple[str, str]:
+    """One ``(label, raw)`` checkout path: a string without control characters ([C6])."""
+    if not isinstance(item, str):
+        raise _paths_error(where, "a string", item, config_path)
+    control = control_character(item)
+    if control is not None:
+        raise ConfigError(
+            f"{config_path}: {where} (checkout {label}) = {item!r} contains the control "
+            f"character {control}; expected a checkout path without control characters — "
+            "fix or remove this entry",
+            code="config.path_invalid",
+            path=config_path,
+        )
+    return label, item
+
+
 def _raw_candidates(
     doc: Mapping[str, Any], config_path: str, findings: list[Finding]
 ) -> list[tuple[str, str]]:
     """``(label, raw)`` pairs from ``paths`` or, when absent, ``path`` ([C5])."""
-    pairs: list[tuple[str, str]] = []
     if "paths" in doc:
         value = doc["paths"]
-        if isinstance(value, list):
-            for index, item in enumerate(value):
-                if not isinstance(item, str):
-                    raise _paths_error(f"paths[{index}]", "a string", item, config_path)
-                pairs.append((str(index + 1), item))
-        elif isinstance(value, dict):
-            for label, item in value.items():
-                if not isinstance(item, str):
-                    where = f"paths.{_key_name(label)}"
-                    raise _paths_error(where, "a string", item, config_path)
-                pairs.append((label, item))
-        else:
-            expected = "a list of strings or a table of label = string"
-            raise _paths_error("key 'paths'", expected, value, config_path)
         if "path" in doc:
             findings.append(
                 Finding(
@@ -572,39 +455,54 @@ def _raw_candidates(
                     path=config_path,
                 )
             )
-    elif "path" in doc:
+        if isinstance(value, list):
+            return [_path_value(f"paths[{i}]", str(i + 1), item, config_path)
+                    for i, item in enumerate(value)]
+        if isinstance(value, dict):
+            return [_path_value(f"paths.{_key_name(label)}", label, item, config_path)
+                    for label, item in value.items()]
+        expected = "a list of strings or a table of label = string"
+        raise _paths_error("key 'paths'", expected, value, config_path)
+    if "path" in doc:
         value = doc["path"]
         if isinstance(value, str):
-            pairs.append(("default", value))
-        elif isinstance(value, list):
-            for index, item in enumerate(value):
-                if not isinstance(item, str):
-                    raise _paths_error(f"path[{index}]", "a string", item, config_path)
-                pairs.append((str(index + 1), item))
-        else:
-            raise _paths_error("key 'path'", "a string or a list of strings", value, config_path)
-    return pairs
+            return [_path_value("path", "default", value, config_path)]
+        if isinstance(value, list):
+            return [_path_value(f"path[{i}]", str(i + 1), item, config_path)
+                    for i, item in enumerate(value)]
+        raise _paths_error("key 'path'", "a string or a list of strings", value, config_path)
+    return []
 
 
-def _normalise(path: str) -> str:
+def lexical_key(path: str) -> str:
+    """The lexically normalised text of a path (``..`` folded as text): how offline and
+    relative candidates are told apart ([K1]).  Never used to reach a directory."""
     norm = os.path.normpath(path)
     if norm.startswith("//"):
         norm = "/" + norm.lstrip("/")
     return norm
 
 
+def _fold_spelling(path: str) -> str:
+    """An absolute path with repeated ``/``, ``.`` components and a trailing ``/``
+    removed — spellings the kernel resolves alike for a directory; ``..`` is kept."""
+    parts = [p for p in path.split("/") if p and p != "."]
+    return "/" + "/".join(parts)
+
+
 def _candidates(
     pairs: list[tuple[str, str]], home: str, findings: list[Finding], config_path: str
 ) -> tuple[Candidate, ...]:
-    """[K1] lexical part and [K2]: expand ``~``, normalise, de-duplicate, flag relatives."""
+    """[K1] lexical part and [K2]: expand ``~``, fold spellings, flag relatives."""
     home_dir = home if os.path.isabs(home) else None
     seen: dict[str, str] = {}
     out: list[Candidate] = []
     for label, raw in pairs:
         expanded = expand_home(raw, home_dir)
         absolute = os.path.isabs(expanded)
-        norm = _normalise(expanded)
-        first = seen.get(norm)
+        path = _fold_spelling(expanded) if absolute else expanded
+        key = path if absolute else lexical_key(expanded)
+        first = seen.get(key)
         if first is not None:
             findings.append(
                 Finding(
@@ -616,12 +514,8 @@ def _candidates(
                 )
             )
             continue
-        seen[norm] = label
-        out.append(
-            Candidate(
-                label=label, raw=raw, path=norm if absolute else expanded, absolute=absolute
-            )
-        )
+        seen[key] = label
+        out.append(Candidate(label=label, raw=raw, path=path, absolute=absolute))
         if not absolute:
             findings.append(
                 Finding(
@@ -635,10 +529,34 @@ def _candidates(
     return tuple(out)
 
 
+# --------------------------------------------------------------------------- the parser
+
+
+def _check_name(doc: Mapping[str, Any], name: str, config_path: str) -> None:
+    if "name" not in doc:
+        return
+    value = doc["name"]
+    if not isinstance(value, str):
+        raise ConfigError(
+            f"{config_path}: key 'name': expected a string equal to the project directory "
+            f"name {name!r}, found {_found(value)} — set name = \"{name}\" or remove it",
+            code="config.name_mismatch",
+            path=config_path,
+        )
+    if value != name:
+        raise ConfigError(
+            f"{config_path}: key 'name' is {value!r} but the project directory is "
+            f"{name!r}; expected them to be equal — set name = \"{name}\", remove the "
+            "key, or rename the directory",
+            code="config.name_mismatch",
+            path=config_path,
+        )
+
+
 def parse_project_config(
     data: bytes, *, name: str, project_dir: str, config_path: str, home: str
 ) -> ProjectConfig:
-    """Validate the exact bytes of an ``agent.toml`` ([C1]–[C6], [K1], [K2]); no I/O.
+    """Validate the exact bytes of an ``agent.toml`` ([C1]–[C6], [G1], [K1], [K2]); no I/O.
 
     ``home`` expands ``~`` in checkout paths (an empty or relative ``home`` expands
     nothing).
@@ -646,38 +564,12 @@ def parse_project_config(
     digest = sha256_hex(data)
     doc = _parse_toml(_decode(data, config_path), config_path)
     findings: list[Finding] = []
-
-    for key in doc:
-        suggestion = _suggest(key)
-        if suggestion is not None:
-            findings.append(
-                Finding(
-                    code="config.unknown_key",
-                    severity="warning",
-                    message=f"unknown key {key!r} — did you mean {suggestion!r}?",
-                    path=config_path,
-                )
-            )
-
-    if "name" in doc:
-        value = doc["name"]
-        if not isinstance(value, str):
-            raise ConfigError(
-                f"{config_path}: key 'name': expected a string equal to the project directory "
-                f"name {name!r}, found {_found(value)} — set name = \"{name}\" or remove it",
-                code="config.name_mismatch",
-                path=config_path,
-            )
-        if value != name:
-            raise ConfigError(
-                f"{config_path}: key 'name' is {value!r} but the project directory is "
-                f"{name!r}; expected them to be equal — set name = \"{name}\", remove the "
-                "key, or rename the directory",
-                code="config.name_mismatch",
-                path=config_path,
-            )
-
+    _check_keys(doc, config_path, findings)
+    _check_name(doc, name, config_path)
     memory = _parse_memory(doc["memory"], config_path) if "memory" in doc else ()
+    skills = _parse_skills(doc["skills"], config_path) if "skills" in doc else ()
+    if "sync_mode" in doc:
+        _check_sync_mode(doc["sync_mode"], config_path)
     pairs = _raw_candidates(doc, config_path, findings)
     candidates = _candidates(pairs, home, findings, config_path)
     return ProjectConfig(
@@ -688,4 +580,19 @@ def parse_project_config(
         candidates=candidates,
         findings=tuple(findings),
         sha256=digest,
+        skills=skills,
     )
+
+
+#: Names that moved to :mod:`aikito_mem.projects` (reading files is not parsing).
+_MOVED = frozenset({"list_projects", "load_project_config", "read_config_bytes"})
+
+
+def __getattr__(name: str) -> Any:
+    """Transitional: ``from aikito_mem.config import load_project_config`` still works
+    for callers not yet switched to :mod:`aikito_mem.projects`; nothing here reads."""
+    if name in _MOVED:
+        from aikito_mem import projects
+
+        return getattr(projects, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

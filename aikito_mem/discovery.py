@@ -17,10 +17,16 @@ Decisions where SPEC §2 is silent:
   database only when ``HOME`` is unset or empty).  ``~user`` forms are not expanded.
 - A pointer file that does not exist is skipped.  A pointer file whose first line is empty
   (an empty file, or a blank first line) is skipped too: it points nowhere.  A pointer
-  file that exists but cannot be read (a directory, no permission, not UTF-8) is a
-  configuration error (``config.workspace_pointer``) rather than a silent fall-through to
+  file that exists but cannot be used is a configuration error
+  (``config.workspace_pointer``, naming the file) rather than a silent fall-through to
   ``~/aikito``: the user asked for a workspace there, and using another one instead would
-  sync the wrong memory.  Reading that one line is the only file content read here.
+  sync the wrong memory.  Unusable means: not a regular file (a directory, a FIFO — read
+  without blocking, so it never hangs —, a device), unreadable, larger than 64 KiB, not
+  UTF-8, a NUL anywhere, or another control character in the first line ([C6]).  The
+  first line is stripped of ASCII white space only (a CR of a CRLF file included).
+  Reading that file is the only file content read here.
+- A deleted current directory is a configuration error (``config.cwd_missing``, exit 4)
+  wherever the current directory is needed (:func:`current_directory`).
 - ``AIKITO_DIR`` or a pointer-file path that is relative after ``~`` expansion is a
   configuration error (``config.workspace_not_absolute``): resolving it against the current
   directory would make the workspace depend on where the command was run ([W1]).
@@ -41,7 +47,14 @@ import attrs
 
 from aikito_mem.errors import ConfigError
 
-__all__ = ["FOUND_VIA", "Workspace", "expand_home", "home_directory", "resolve_workspace"]
+__all__ = [
+    "FOUND_VIA",
+    "Workspace",
+    "current_directory",
+    "expand_home",
+    "home_directory",
+    "resolve_workspace",
+]
 
 #: The four ways a workspace can be found, in resolution order.
 FOUND_VIA = ("option", "AIKITO_DIR", "pointer file", "default")
@@ -116,34 +129,79 @@ def _remedy(found_via: str, pointer: str | None) -> str:
     return "set AIKITO_DIR or pass --workspace to an existing workspace"
 
 
+#: Largest pointer file read ([W1]: one line naming a directory).
+POINTER_LIMIT = 64 * 1024
+
+
+def _pointer_error(pointer: str, found: str) -> ConfigError:
+    return ConfigError(
+        f"workspace pointer file {pointer!r} {found}; expected a text file whose first "
+        "line is the workspace path — rewrite or remove the pointer file, "
+        "set AIKITO_DIR, or pass --workspace",
+        code="config.workspace_pointer",
+        path=pointer,
+    )
+
+
 def _read_pointer(pointer: str) -> str | None:
-    """The first line of the pointer file, stripped; ``None`` when absent or empty."""
+    """The first line of the pointer file, stripped; ``None`` when absent or empty.
+
+    Read through :func:`~aikito_mem.fsutil.read_regular` (a FIFO there can never hang a
+    command; a directory, a device or a file over 64 KiB is refused).  Invalid UTF-8 or
+    a NUL anywhere, or another control character in the first line, is an error ([C6]).
+    """
+    from aikito_mem.fsutil import FileTooLargeError, NotRegularFileError, read_regular
+
     try:
-        with open(pointer, "rb") as fh:
-            data = fh.readline()
+        data, _st = read_regular(pointer, follow=True, limit=POINTER_LIMIT)
     except (FileNotFoundError, NotADirectoryError):
         return None
+    except NotRegularFileError as exc:
+        from aikito_mem.fsutil import describe_mode
+
+        raise _pointer_error(pointer, f"is {describe_mode(exc.st.st_mode)}, not a regular "
+                             "file") from None
+    except FileTooLargeError as exc:
+        raise _pointer_error(pointer, f"is {exc.size} bytes, larger than the "
+                             f"{exc.limit} bytes a pointer file may hold") from None
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        raise ConfigError(
-            f"workspace pointer file {pointer!r} cannot be read ({reason}); expected a text "
-            "file whose first line is the workspace path — fix or remove the pointer file, "
-            "set AIKITO_DIR, or pass --workspace",
-            code="config.workspace_pointer",
-            path=pointer,
-        ) from None
+        raise _pointer_error(pointer, f"cannot be read ({reason})") from None
     try:
         text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(
-            f"workspace pointer file {pointer!r} is not valid UTF-8; expected a text file "
-            "whose first line is the workspace path — rewrite the pointer file, "
-            "set AIKITO_DIR, or pass --workspace",
-            code="config.workspace_pointer",
-            path=pointer,
-        ) from None
-    line = text.removeprefix("\ufeff").strip()
+    except UnicodeDecodeError as exc:
+        raise _pointer_error(pointer, f"is not valid UTF-8 (byte offset {exc.start})") \
+            from None
+    if "\x00" in text:
+        raise _pointer_error(pointer, "contains a NUL character (U+0000)")
+    line = text.split("\n", 1)[0].removeprefix("\ufeff").strip(" \t\r\f\v")
+    for ch in line:
+        if ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F:
+            raise _pointer_error(pointer, f"has the control character U+{ord(ch):04X} in "
+                                 "its first line")
     return line or None
+
+
+def current_directory() -> str:
+    """``os.getcwd()``, or a :class:`ConfigError` when the current directory is gone.
+
+    A deleted current directory is a configuration problem (exit 4), not a failure: the
+    command was asked to work relative to a directory that no longer exists.
+    """
+    try:
+        return os.getcwd()
+    except OSError as exc:
+        if isinstance(exc, FileNotFoundError):
+            found = "no longer exists (it was deleted or moved away)"
+        else:
+            found = f"cannot be determined ({exc.strerror or type(exc).__name__})"
+        raise ConfigError(
+            f"the current directory {found}; expected to run from an existing directory, "
+            "since a relative path or a missing project NAME is taken from it — cd into "
+            "an existing directory (e.g. your checkout) and run again, or give absolute "
+            "paths and the project NAME",
+            code="config.cwd_missing",
+        ) from None
 
 
 def _pointer_path(env: Mapping[str, str], home: str | None) -> str | None:
@@ -182,10 +240,17 @@ def resolve_workspace(
 
     origin = _describe_origin(found_via, pointer)
     remedy = _remedy(found_via, pointer)
+    if "\x00" in given:  # only the API can pass one: argv and environ cannot hold NUL
+        raise ConfigError(
+            f"workspace {given!r} ({origin}) contains a NUL character; expected the path "
+            f"of a directory containing projects/ — {remedy}",
+            code="config.workspace_not_absolute",
+            path=given,
+        )
     path = expand_home(given, home)
     if not os.path.isabs(path):
         if found_via == "option" and path:
-            path = os.path.join(os.getcwd(), path)
+            path = os.path.join(current_directory(), path)
         else:
             if path.startswith("~"):
                 why = "'~' cannot be expanded (HOME is not set) or names another user"

@@ -305,10 +305,10 @@ def run(workspace: str | None, *, strict: bool = False,
         environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Every check; the whole ``aikito.doctor/1`` document (``exit_code`` included)."""
     from aikito_mem import checkouts as _checkouts
-    from aikito_mem.config import list_projects, load_project_config
     from aikito_mem.discovery import resolve_workspace
     from aikito_mem.model import CheckoutState
     from aikito_mem.observe import Observer
+    from aikito_mem.projects import list_projects, load_project_config
 
     env = os.environ if environ is None else environ
     doc: dict[str, Any] = {"schema": SCHEMA, "contract_version": CONTRACT_VERSION,

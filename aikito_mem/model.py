@@ -118,7 +118,8 @@ class Candidate:
     label: str
     #: The string as written in ``agent.toml``.
     raw: str
-    #: ``~`` expanded and, when absolute, lexically normalised.
+    #: ``~`` expanded and, when absolute, without repeated ``/``, ``.`` or a trailing
+    #: ``/``; ``..`` is kept for the kernel to resolve ([K1]).
     path: str
     #: Whether ``path`` is absolute on this system ([K2]).
     absolute: bool
@@ -139,6 +140,8 @@ class ProjectConfig:
     findings: tuple[Finding, ...]
     #: sha256 hex digest of the exact bytes parsed.
     sha256: str
+    #: The ``skills`` list, as written ([G1]).
+    skills: tuple[str, ...] = ()
 
 
 @frozen

@@ -111,8 +111,8 @@ def collect(
 ) -> dict[str, Any]:
     """The whole ``aikito.status/1`` document (``exit_code`` included).  Writes nothing."""
     from aikito_mem.api import Project
-    from aikito_mem.config import list_projects, load_project_config
     from aikito_mem.discovery import resolve_workspace
+    from aikito_mem.projects import list_projects, load_project_config
 
     doc: dict[str, Any] = {
         "schema": SCHEMA,

@@ -48,8 +48,10 @@ def _short(plan: Plan, path: str) -> str:
 
 def verify(plan: Plan, locks: Locks) -> list[str]:
     """Every difference between the recorded observations and the live world."""
-    from aikito_mem.config import parse_project_config, read_config_bytes, sha256_hex
+    from aikito_mem.config import parse_project_config
     from aikito_mem.errors import ConfigError
+    from aikito_mem.fsutil import sha256_hex
+    from aikito_mem.projects import read_config_bytes
 
     diffs: list[str] = []
     # agent.toml: the memory list, the candidates, the bytes when registering.  Re-parsed

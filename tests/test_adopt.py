@@ -34,7 +34,7 @@ memory = [
     "team/a.md",
 ]
 
-[skills]
+[hooks]
 x = 1
 """
 
@@ -134,10 +134,10 @@ def test_adopt_a_conflicting_reference_already_listed(tmp_path: Path) -> None:
 def test_adopt_without_a_memory_key(tmp_path: Path) -> None:
     ws, co = make(tmp_path)
     cfg = ws / "projects" / "demo" / "agent.toml"
-    cfg.write_text(f'paths = ["{co}"]\n\n# tables\n[skills]\nx = 1\n')
+    cfg.write_text(f'paths = ["{co}"]\n\n# tables\n[hooks]\nx = 1\n')
     (rt(co) / "a.md").write_text("a\n")
     assert adopt(str(rt(co) / "a.md"), str(ws))["outcome"] == "adopted"
-    assert cfg.read_text() == f'paths = ["{co}"]\nmemory = ["a.md"]\n\n# tables\n[skills]\nx = 1\n'
+    assert cfg.read_text() == f'paths = ["{co}"]\nmemory = ["a.md"]\n\n# tables\n[hooks]\nx = 1\n'
     clean(ws, co)
 
 

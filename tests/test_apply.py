@@ -34,7 +34,7 @@ paths = [
 ]
 memory = ["top.md", "team/a.md"]  # shared memory
 
-[skills]  # another engine's table
+[hooks]  # another engine's table
 list = ["x"]
 """
 
@@ -269,7 +269,7 @@ def test_sync_with_unregistered_path_registers_it(ws: WS) -> None:
         assert line in text  # every comment and key, in place
     data = tomllib.loads(text)
     assert data["paths"] == [co, new]
-    assert data["skills"] == {"list": ["x"]}
+    assert data["hooks"] == {"list": ["x"]}
     assert sorted(os.listdir(os.path.dirname(config))) == ["agent.toml", "memory"]  # no temp
     assert os.readlink(f"{new}/.agents/memory/top.md") == ws.memory_path("top.md")
     assert not os.path.lexists(f"{co}/.agents")  # the other checkout is not touched

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 from pathlib import Path
 
@@ -11,13 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aikito_mem.config import (
-    list_projects,
-    load_project_config,
-    parse_project_config,
-    reference_problem,
-)
-from aikito_mem.errors import EXIT_CONFIG, ConfigError, ProjectNotFoundError
+from aikito_mem.config import near_misses, parse_project_config, reference_problem
+from aikito_mem.errors import EXIT_CONFIG, ConfigError
 from aikito_mem.model import Candidate, Finding, ProjectConfig
 
 CFG = "/ws/projects/demo/agent.toml"
@@ -458,11 +452,12 @@ def test_empty_paths() -> None:
     [
         ("~", "/home/u", True),
         ("~/", "/home/u", True),
-        ("~/code/../code/./demo/", "/home/u/code/demo", True),
+        ("~/code/../code/./demo/", "/home/u/code/../code/demo", True),
         ("//srv//demo", "/srv/demo", True),
         ("///srv/demo", "/srv/demo", True),
         ("/srv/demo/.", "/srv/demo", True),
-        ("/a/b/../c", "/a/c", True),
+        ("/a/b/../c", "/a/b/../c", True),
+        ("/a/link/..", "/a/link/..", True),
         ("~bob/code", "~bob/code", False),
         ("D:/code/x", "D:/code/x", False),
         ("code/x", "code/x", False),
@@ -533,195 +528,242 @@ def test_duplicates_first_label_wins() -> None:
     ]
 
 
-# --------------------------------------------------------------------------- [C6]
+# --------------------------------------------------------------------------- [C6] near misses
 
 
 @pytest.mark.parametrize(
-    ("key", "suggestion"),
+    ("key", "resembled"),
     [
         ("memroy", "memory"),
         ("memory_", "memory"),
         ("Memory", "memory"),
+        ("MEMORY", "memory"),
         ("memori", "memory"),
         ("memoryy", "memory"),
         ("mmory", "memory"),
         ("pahts", "paths"),
         ("pathss", "paths"),
-        ("pathx", "paths"),
         ("Paths", "paths"),
         ("paht", "path"),
         ("pat", "path"),
         ("pth", "path"),
+        ("PATH", "path"),
+        ("skils", "skills"),
+        ("skill", "skills"),
+        ("Skills", "skills"),
+        ("sync-mode", "sync_mode"),
+        ("syncmode", "sync_mode"),
+        ("sync_mdoe", "sync_mode"),
+        ("Sync_Mode", "sync_mode"),
     ],
 )
-def test_did_you_mean(key: str, suggestion: str) -> None:
-    cfg = parse(f"{key} = 1\n")
-    assert cfg.findings == (
-        Finding(
-            code="config.unknown_key",
-            severity="warning",
-            message=f"unknown key {key!r} — did you mean {suggestion!r}?",
-            path=CFG,
-        ),
+def test_near_miss_of_an_absent_key_is_an_error(key: str, resembled: str) -> None:
+    """[C6]: a typo is refused loudly, never obeyed (which would unlink everything)."""
+    err = parse_error(f"{key} = []\n", "config.unknown_key")
+    assert f"unknown key {key!r} — did you mean {resembled!r}? As written, " in err.message
+    assert f"rename {key!r} to {resembled!r}" in err.message
+    assert near_misses(key)[0] == resembled
+
+
+def test_near_miss_message_says_what_would_happen() -> None:
+    err = parse_error('memroy = ["a.md"]\n', "config.unknown_key")
+    assert err.message.startswith(
+        f"{CFG}: unknown key 'memroy' — did you mean 'memory'? As written, every memory "
+        "link of this project would be removed"
     )
+    assert "write memory = [] explicitly" in err.message  # the way out for other tools
+    skills = parse_error('skils = ["a"]\n', "config.unknown_key")
+    assert "every skill link of this project would be removed" in skills.message
+    paths = parse_error('pahts = ["/a"]\n', "config.unknown_key")
+    assert "would not be synced" in paths.message
+    mode = parse_error('sync_mod = "copy"\n', "config.unknown_key")
+    assert "skills would be linked" in mode.message
 
 
 @pytest.mark.parametrize(
-    "key", ["skills", "name", "tags", "mem", "description", "hooks", "x", "agents", "env"]
+    ("text", "key", "resembled"),
+    [
+        ('memory = ["a"]\nmemroy = ["b"]\n', "memroy", "memory"),
+        ('paths = ["/a"]\npahts = ["/b"]\n', "pahts", "paths"),
+        ('path = "/a"\npaht = "/b"\n', "paht", "path"),
+        ('skills = ["a"]\nskils = ["b"]\n', "skils", "skills"),
+        ('sync_mode = "link"\nsyncmode = "copy"\n', "syncmode", "sync_mode"),
+        # 'path' is never read beside 'paths': a near miss of it is harmless
+        ('paths = ["/a"]\npaht = "/b"\n', "paht", "path"),
+        ('paths = ["/a"]\npathz = "/b"\n', "pathz", "paths"),
+    ],
+)
+def test_near_miss_of_a_present_key_is_a_warning(text: str, key: str, resembled: str) -> None:
+    cfg = parse(text)
+    warnings = [f for f in cfg.findings if f.code == "config.unknown_key"]
+    assert warnings == [
+        Finding(
+            code="config.unknown_key",
+            severity="warning",
+            message=f"unknown key {key!r} — did you mean {resembled!r}?",
+            path=CFG,
+        )
+    ]
+
+
+def test_path_and_paths_are_never_typos_of_each_other() -> None:
+    assert near_misses("path") == () and near_misses("paths") == ()
+    cfg = parse('paths = ["/a"]\npath = "/b"\n')
+    assert [f.code for f in cfg.findings] == ["config.path_ignored"]
+    assert [c.path for c in parse('path = "/b"\n').candidates] == ["/b"]
+
+
+def test_near_miss_of_paths_beside_path_only_is_an_error() -> None:
+    """``path`` is present but ``paths``, which ``pahts`` resembles, is not: as written the
+    list meant for ``paths`` would be ignored."""
+    err = parse_error('path = "/a"\npahts = ["/b"]\n', "config.unknown_key")
+    assert "did you mean 'paths'?" in err.message
+
+
+def test_key_resembling_two_absent_keys_names_the_first_read_key() -> None:
+    assert near_misses("pathz") == ("paths", "path")
+    assert near_misses("paht") == ("path",)  # the closest only: 'paths' is two edits away
+    err = parse_error('pathz = "/b"\n', "config.unknown_key")
+    assert "did you mean 'paths'?" in err.message
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["name", "tags", "mem", "description", "hooks", "x", "agents", "env", "sync_trigger",
+     "mode", "sync", "memory_bank", "skill_dirs", "a" * 40],
 )
 def test_unrelated_keys_are_silent(key: str) -> None:
     assert parse(f'{key} = "demo"\n').findings == ()
 
 
-def test_unknown_keys_do_not_fail_and_are_tolerated_in_tables() -> None:
+def test_unknown_keys_are_tolerated_in_tables() -> None:
     cfg = parse('memory = ["a"]\n[tool.other]\nmemroy = 1\n')
     assert cfg.memory == ("a",) and cfg.findings == ()
 
 
-# --------------------------------------------------------------------------- loading
+# --------------------------------------------------------------------------- [C6] path values
 
 
-def make_project(tmp_path: Path, text: str | None = "", name: str = "demo") -> Path:
-    project = tmp_path / "ws" / "projects" / name
-    project.mkdir(parents=True)
-    if text is not None:
-        (project / "agent.toml").write_text(text)
-    return tmp_path / "ws"
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ('paths = ["/a", "/b\\u0000c"]\n', "paths[1] (checkout 2)"),
+        ('[paths]\nlaptop = "/b\\u0000"\n', "paths.laptop (checkout laptop)"),
+        ('path = "/b\\u0000"\n', "path (checkout default)"),
+        ('path = ["/a", "/b\\u0000"]\n', "path[1] (checkout 2)"),
+        ('paths = ["/b\\nc"]\n', "paths[0] (checkout 1)"),
+        ('paths = ["/b\\u007fc"]\n', "paths[0] (checkout 1)"),
+        ('paths = ["/b\\u0085c"]\n', "paths[0] (checkout 1)"),
+        ('paths = ["~/b\\tc"]\n', "paths[0] (checkout 1)"),
+    ],
+)
+def test_control_character_in_a_path_value_is_an_error(text: str, where: str) -> None:
+    err = parse_error(text, "config.path_invalid")
+    assert err.message.startswith(f"{CFG}: {where} = ")
+    assert "contains the control character U+00" in err.message
 
 
-def test_load_reads_bytes_and_uses_environ_home(tmp_path: Path) -> None:
-    text = 'paths = ["~/code"]\nmemory = ["a"]\n'
-    ws = make_project(tmp_path, text)
-    cfg = load_project_config(str(ws), "demo", environ={"HOME": "/fake/home"})
-    assert cfg.name == "demo"
-    assert cfg.project_dir == f"{ws}/projects/demo"
-    assert cfg.config_path == f"{ws}/projects/demo/agent.toml"
-    assert cfg.memory == ("a",)
-    assert cfg.candidates[0].path == "/fake/home/code"
-    assert cfg.sha256 == hashlib.sha256(text.encode()).hexdigest()
+def test_ignored_path_is_not_validated() -> None:
+    """Beside ``paths``, ``path`` is never read: its value cannot matter ([C5])."""
+    cfg = parse('paths = ["/a"]\npath = "/b\\u0000"\n')
+    assert [c.path for c in cfg.candidates] == ["/a"]
 
 
-def test_empty_agent_toml_is_a_valid_empty_config(tmp_path: Path) -> None:
-    ws = make_project(tmp_path, "")
-    cfg = load_project_config(str(ws), "demo", environ={"HOME": "/h"})
-    assert cfg.memory == () and cfg.candidates == ()
+# --------------------------------------------------------------------------- [G1] skills
 
 
-def test_missing_project_directory(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    (ws / "projects").mkdir(parents=True)
-    with pytest.raises(ProjectNotFoundError) as info:
-        load_project_config(str(ws), "demo", environ={"HOME": "/h"})
-    err = info.value
-    assert isinstance(err, ConfigError)
-    assert (err.code, err.exit_code, err.project) == ("config.project_not_found", 4, "demo")
-    assert err.message == (
-        f"project 'demo' not found: expected {ws}/projects/demo/agent.toml, found nothing "
-        "— create agent.toml there or check the project name"
-    )
+def test_skills_parsed_in_order() -> None:
+    assert parse('skills = ["review", "deploy-1", "é"]\n').skills == ("review", "deploy-1", "é")
+    assert parse("skills = []\n").skills == ()
+    assert parse("").skills == ()
 
 
-def test_project_directory_without_agent_toml(tmp_path: Path) -> None:
-    ws = make_project(tmp_path, None)
-    with pytest.raises(ProjectNotFoundError) as info:
-        load_project_config(str(ws), "demo", environ={"HOME": "/h"})
-    assert info.value.message == (
-        f"project 'demo' not found: expected {ws}/projects/demo/agent.toml, the directory "
-        f"{ws}/projects/demo/ exists but has no agent.toml — create "
-        f"{ws}/projects/demo/agent.toml to register the project, or check the project name"
-    )
+@pytest.mark.parametrize(
+    ("value", "where", "found"),
+    [
+        ('"alpha"', "key 'skills'", "found a string ('alpha')"),
+        ("3", "key 'skills'", "found an integer (3)"),
+        ('{ a = "b" }', "key 'skills'", "found a table"),
+        ('[{ name = "a" }]', "skills[0]", "found a table"),
+        ('["a", 2]', "skills[1]", "found an integer (2)"),
+        ('[["a"]]', "skills[0]", "found a list"),
+    ],
+)
+def test_skills_type_errors(value: str, where: str, found: str) -> None:
+    err = parse_error(f"skills = {value}\n", "config.skills_type")
+    assert f"{CFG}: {where}: expected " in err.message
+    assert found in err.message
 
 
-def test_project_path_is_a_file(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    (ws / "projects").mkdir(parents=True)
-    (ws / "projects" / "demo").write_text("")
-    with pytest.raises(ProjectNotFoundError) as info:
-        load_project_config(str(ws), "demo", environ={"HOME": "/h"})
-    assert "is not a directory" in info.value.message
+def test_skills_string_is_never_read_per_character() -> None:
+    err = parse_error('skills = "alpha"\n', "config.skills_type")
+    assert 'write skills = ["alpha"]' in err.message
 
 
-def test_agent_toml_is_a_directory(tmp_path: Path) -> None:
-    ws = make_project(tmp_path, None)
-    (ws / "projects" / "demo" / "agent.toml").mkdir()
-    with pytest.raises(ConfigError) as info:
-        load_project_config(str(ws), "demo", environ={"HOME": "/h"})
-    assert not isinstance(info.value, ProjectNotFoundError)
-    assert info.value.code == "config.unreadable"
-    assert info.value.message.startswith(
-        f"{ws}/projects/demo/agent.toml: cannot read agent.toml: it is a directory;"
-    )
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("", "is empty"),
+        (".", "is '.'"),
+        ("..", "is '..'"),
+        ("../projects", "contains '/'"),
+        ("a/b", "contains '/'"),
+        ("/abs", "contains '/'"),
+        ("a\\b", "backslash"),
+        ("a\x00b", "control character U+0000"),
+        ("a\nb", "control character U+000A"),
+        ("a\u200bb", "format character U+200B"),
+        (" a", "leading or trailing white space"),
+        ("a\t", "control character U+0009"),
+        ("a\u00a0", "leading or trailing white space"),
+        ("x" * 256, "256 bytes"),
+    ],
+)
+def test_invalid_skill_names(name: str, reason: str) -> None:
+    err = parse_error(f"skills = [\"ok\", {toml_str(name)}]\n", "config.skill_invalid")
+    assert err.message.startswith(f"{CFG}: skills[1] = {name!r} is not a valid skill name")
+    assert reason in err.message
 
 
-def test_agent_toml_is_a_fifo_does_not_hang(tmp_path: Path) -> None:
-    ws = make_project(tmp_path, None)
-    os.mkfifo(ws / "projects" / "demo" / "agent.toml")
-    with pytest.raises(ConfigError) as info:
-        load_project_config(str(ws), "demo", environ={"HOME": "/h"})
-    assert info.value.code == "config.unreadable"
-    assert "not a regular file" in info.value.message
+@pytest.mark.parametrize(
+    ("names", "how"),
+    [
+        (["a", "b", "a"], "skill 'a' is listed twice (skills[0] and skills[2])"),
+        (["Review", "review"], "are equal after case folding"),
+        (["\u00e9", "e\u0301"], "are equal after NFC normalisation"),
+        (["Stra\u00dfe", "STRASSE"], "are equal after case folding"),
+    ],
+)
+def test_duplicate_skills(names: list[str], how: str) -> None:
+    err = parse_error(f"skills = [{', '.join(toml_str(n) for n in names)}]\n",
+                      "config.skill_duplicate")
+    assert how in err.message
 
 
-def test_agent_toml_dangling_symlink(tmp_path: Path) -> None:
-    ws = make_project(tmp_path, None)
-    (ws / "projects" / "demo" / "agent.toml").symlink_to(tmp_path / "gone.toml")
-    with pytest.raises(ConfigError) as info:
-        load_project_config(str(ws), "demo", environ={"HOME": "/h"})
-    assert info.value.code == "config.unreadable"
-    assert "dangling" in info.value.message
+def test_skills_are_not_prefixes_of_each_other() -> None:
+    assert parse('skills = ["a", "ab"]\n').skills == ("a", "ab")
 
 
-def test_agent_toml_symlink_to_file_is_followed(tmp_path: Path) -> None:
-    ws = make_project(tmp_path, None)
-    real = tmp_path / "real.toml"
-    real.write_text('memory = ["x"]\n')
-    (ws / "projects" / "demo" / "agent.toml").symlink_to(real)
-    assert load_project_config(str(ws), "demo", environ={"HOME": "/h"}).memory == ("x",)
+@pytest.mark.parametrize("mode", ["link", "LINK", "Link", "lInK"])
+def test_sync_mode_link_in_any_case(mode: str) -> None:
+    assert parse(f'sync_mode = "{mode}"\nskills = ["a"]\n').skills == ("a",)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores file permissions")
-def test_agent_toml_unreadable(tmp_path: Path) -> None:
-    ws = make_project(tmp_path, "")
-    path = ws / "projects" / "demo" / "agent.toml"
-    path.chmod(0)
-    try:
-        with pytest.raises(ConfigError) as info:
-            load_project_config(str(ws), "demo", environ={"HOME": "/h"})
-        assert info.value.code == "config.unreadable"
-    finally:
-        path.chmod(0o644)
+@pytest.mark.parametrize("mode", ["copy", "COPY", "Copy"])
+def test_sync_mode_copy_is_refused(mode: str) -> None:
+    err = parse_error(f'sync_mode = "{mode}"\n', "config.sync_mode")
+    assert "this engine only links (INV-MEM-01)" in err.message
+    assert "reference tool 'aikito'" in err.message
+    assert repr(mode) in err.message
 
 
-def test_load_reports_parse_errors_with_real_path(tmp_path: Path) -> None:
-    ws = make_project(tmp_path, 'memory = "x.md"\n')
-    with pytest.raises(ConfigError) as info:
-        load_project_config(str(ws), "demo", environ={"HOME": "/h"})
-    assert info.value.code == "config.memory_type"
-    assert info.value.message.startswith(f"{ws}/projects/demo/agent.toml: key 'memory'")
-
-
-@pytest.mark.parametrize("name", ["", "a/b", ".", "..", "a\x00b", "/abs"])
-def test_invalid_project_names(tmp_path: Path, name: str) -> None:
-    ws = make_project(tmp_path, "")
-    with pytest.raises(ConfigError) as info:
-        load_project_config(str(ws), name, environ={"HOME": "/h"})
-    assert info.value.code == "config.project_name"
-    assert repr(name) in info.value.message
-
-
-def test_list_projects(tmp_path: Path) -> None:
-    ws = make_project(tmp_path, "", name="zeta")
-    for name in ("alpha", "mid"):
-        (ws / "projects" / name).mkdir()
-        (ws / "projects" / name / "agent.toml").write_text("")
-    (ws / "projects" / "no-config").mkdir()
-    (ws / "projects" / "stray.toml").write_text("")
-    (ws / "projects" / "broken").mkdir()
-    (ws / "projects" / "broken" / "agent.toml").symlink_to(tmp_path / "gone")
-    assert list_projects(str(ws)) == ("alpha", "broken", "mid", "zeta")
-
-
-def test_list_projects_without_projects_dir(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError) as info:
-        list_projects(str(tmp_path))
-    assert info.value.code == "config.workspace_no_projects"
+@pytest.mark.parametrize(
+    ("value", "found"),
+    [('"lnk"', "found a string ('lnk')"), ('""', "found a string ('')"),
+     ("1", "found an integer (1)"), ('["link"]', "found a list"),
+     ("true", "found a boolean (True)"), ('" link"', "found a string (' link')")],
+)
+def test_sync_mode_other_values_are_refused(value: str, found: str) -> None:
+    err = parse_error(f"sync_mode = {value}\n", "config.sync_mode")
+    assert 'expected "link" (in any letter case)' in err.message
+    assert found in err.message

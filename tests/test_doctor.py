@@ -258,7 +258,7 @@ def test_broken_project_config_is_an_error(tmp_path: Path) -> None:
     ws = make_ws(tmp_path)
     (ws / "projects" / "bad").mkdir()
     (ws / "projects" / "bad" / "agent.toml").write_text("memory = [1]\n")
-    (ws / "projects" / "demo" / "agent.toml").write_text('memroy = []\n')
+    (ws / "projects" / "demo" / "agent.toml").write_text('memory = []\nmemroy = []\n')
     d = run(str(ws))
     configs = {c["project"]: c for c in checks(d, "project.config")}
     assert configs["bad"]["status"] == "error" and "memory[0]" in configs["bad"]["message"]
