@@ -9,7 +9,7 @@ physical path is ``realpath`` of it, checked to be the very directory ``stat`` f
 Active candidates are de-duplicated by that identity (``st_dev``, ``st_ino``): two
 spellings or a bind mount of one directory are one checkout, so it is locked once; the
 first label wins.  Offline and invalid ones are de-duplicated by their lexically
-normalised path (:func:`aikito_mem.config.lexical_key`).
+normalised path (:func:`aikito_mem.candidates.lexical_key`).
 
 A checkout physically inside ``<ws>/memory``, ``<ws>/skills`` or
 ``<ws>/projects/<p>/memory`` would make a sync write links into the workspace itself (a
@@ -24,7 +24,7 @@ import os
 
 import attrs
 
-from aikito_mem.config import lexical_key
+from aikito_mem.candidates import lexical_key
 from aikito_mem.errors import ConfigError
 from aikito_mem.model import (
     ABSENT,

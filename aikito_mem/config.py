@@ -1,4 +1,4 @@
-"""``agent.toml``: parsing and every [C*] rule, [G1], and the lexical part of [K1]/[K2].
+"""``agent.toml``: parsing and every [C*] rule, and [G1].
 
 Pure: :func:`parse_project_config` takes the exact bytes of an ``agent.toml`` and returns a
 frozen :class:`~aikito_mem.model.ProjectConfig`, or raises a
@@ -21,37 +21,26 @@ Decisions where SPEC §3/§5/§13 is silent:
   only when ``paths`` is absent, so a near miss of ``path`` beside ``paths`` is a
   warning.  The remedy also says how to keep a key that belongs to another tool: write
   the resembled key explicitly (``memory = []``), so its absence cannot be a typo.
-- A ``path`` list gets labels ``1``, ``2``, … like a ``paths`` list; a ``path`` string gets
-  ``default``.  When both ``paths`` and ``path`` are present, ``path`` is ignored (not
-  validated) with a warning finding ``config.path_ignored``.
-- ``~user/…`` is not expanded: it stays relative, so it is an offline candidate with the
-  [K2] warning.  ``~`` is expanded with the ``home`` given (``HOME`` of the environment).
-- [K1] A candidate's path is the expanded text with only the spellings the kernel treats
-  alike for a directory folded away (repeated ``/``, ``.`` components, a trailing ``/``);
-  ``..`` is never shortened here: ``X/link/../co`` is whatever the kernel reaches
-  (:mod:`aikito_mem.checkouts` decides that, and de-duplicates active checkouts by
-  identity).  Two candidates with the same folded text are one (a ``checkout.duplicate``
-  warning naming the label that won); relative ones, always offline, are compared by
-  their lexically normalised text (:func:`lexical_key`).
+- The checkout paths ([C5], [K1], [K2]) are turned into candidates by
+  :mod:`aikito_mem.candidates`; the [C3] name rules live in :mod:`aikito_mem.names`.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import tomllib
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-from aikito_mem.discovery import expand_home
+from aikito_mem.candidates import candidates, raw_candidates
 from aikito_mem.errors import ConfigError
 from aikito_mem.fsutil import sha256_hex
-from aikito_mem.model import Candidate, Finding, ProjectConfig
+from aikito_mem.model import Finding, ProjectConfig
 from aikito_mem.names import (
     MAX_COMPONENT_BYTES,
     component_problem,
-    control_character,
     first_clash,
+    found_value,
     nfc,
     reference_problem,
 )
@@ -60,7 +49,6 @@ __all__ = [
     "KNOWN_KEYS",
     "MAX_COMPONENT_BYTES",
     "READ_KEYS",
-    "lexical_key",
     "near_misses",
     "parse_project_config",
     "reference_problem",
@@ -98,45 +86,6 @@ _SKILL_RULES = (
     "'.' or '..', no backslash, no control or invisible format characters, no leading or "
     "trailing white space, at most 255 bytes)"
 )
-
-
-# --------------------------------------------------------------------------- values
-
-
-def _type_name(value: object) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a float"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a table"
-    return {"datetime": "a date-time", "date": "a date", "time": "a time"}.get(
-        type(value).__name__, f"a {type(value).__name__}"
-    )
-
-
-def _found(value: object) -> str:
-    """``a string ('x.md')``: the type, and the value when it is short and scalar."""
-    kind = _type_name(value)
-    if isinstance(value, list | dict):
-        return kind
-    shown = repr(value)
-    return f"{kind} ({shown})" if len(shown) <= 60 else kind
-
-
-def _key_name(key: str) -> str:
-    """A table key as TOML would write it: bare when possible, else quoted."""
-    if _BARE_KEY.match(key):
-        return key
-    if key.isprintable() and '"' not in key and "\\" not in key:
-        return f'"{key}"'
-    return repr(key)
 
 
 # --------------------------------------------------------------------------- [C1]
@@ -287,7 +236,7 @@ def _list_of_strings(
             remedy = f"write a list of {noun}s, e.g. {key} = [{example}]"
         raise ConfigError(
             f"{config_path}: key {key!r}: expected a list of strings, found "
-            f"{_found(value)} — {remedy}",
+            f"{found_value(value)} — {remedy}",
             code=f"config.{key}_type",
             path=config_path,
         )
@@ -295,7 +244,7 @@ def _list_of_strings(
         if not isinstance(item, str):
             raise ConfigError(
                 f"{config_path}: {key}[{index}]: expected a string ({described}), found "
-                f"{_found(item)} — quote it as one {noun} per list element, or remove it",
+                f"{found_value(item)} — quote it as one {noun} per list element, or remove it",
                 code=f"config.{key}_type",
                 path=config_path,
             )
@@ -404,129 +353,10 @@ def _check_sync_mode(value: object, config_path: str) -> None:
         )
     raise ConfigError(
         f"{config_path}: key 'sync_mode': expected \"link\" (in any letter case), found "
-        f'{_found(value)} — set sync_mode = "link" or remove the key',
+        f'{found_value(value)} — set sync_mode = "link" or remove the key',
         code="config.sync_mode",
         path=config_path,
     )
-
-
-# --------------------------------------------------------------------------- [C5]/[K1]
-
-
-def _paths_error(where: str, expected: str, value: object, config_path: str) -> ConfigError:
-    return ConfigError(
-        f"{config_path}: {where}: expected {expected}, found {_found(value)} — write "
-        'checkout paths as paths = ["~/code/demo"] or as a [paths] table of '
-        'label = "path"',
-        code="config.paths_type",
-        path=config_path,
-    )
-
-
-def _path_value(where: str, label: str, item: object, config_path: str) -> tuple[str, str]:
-    """One ``(label, raw)`` checkout path: a string without control characters ([C6])."""
-    if not isinstance(item, str):
-        raise _paths_error(where, "a string", item, config_path)
-    control = control_character(item)
-    if control is not None:
-        raise ConfigError(
-            f"{config_path}: {where} (checkout {label}) = {item!r} contains the control "
-            f"character {control}; expected a checkout path without control characters — "
-            "fix or remove this entry",
-            code="config.path_invalid",
-            path=config_path,
-        )
-    return label, item
-
-
-def _raw_candidates(
-    doc: Mapping[str, Any], config_path: str, findings: list[Finding]
-) -> list[tuple[str, str]]:
-    """``(label, raw)`` pairs from ``paths`` or, when absent, ``path`` ([C5])."""
-    if "paths" in doc:
-        value = doc["paths"]
-        if "path" in doc:
-            findings.append(
-                Finding(
-                    code="config.path_ignored",
-                    severity="warning",
-                    message="key 'path' is ignored because 'paths' is present — "
-                    "move its value into 'paths' and remove 'path'",
-                    path=config_path,
-                )
-            )
-        if isinstance(value, list):
-            return [_path_value(f"paths[{i}]", str(i + 1), item, config_path)
-                    for i, item in enumerate(value)]
-        if isinstance(value, dict):
-            return [_path_value(f"paths.{_key_name(label)}", label, item, config_path)
-                    for label, item in value.items()]
-        expected = "a list of strings or a table of label = string"
-        raise _paths_error("key 'paths'", expected, value, config_path)
-    if "path" in doc:
-        value = doc["path"]
-        if isinstance(value, str):
-            return [_path_value("path", "default", value, config_path)]
-        if isinstance(value, list):
-            return [_path_value(f"path[{i}]", str(i + 1), item, config_path)
-                    for i, item in enumerate(value)]
-        raise _paths_error("key 'path'", "a string or a list of strings", value, config_path)
-    return []
-
-
-def lexical_key(path: str) -> str:
-    """The lexically normalised text of a path (``..`` folded as text): how offline and
-    relative candidates are told apart ([K1]).  Never used to reach a directory."""
-    norm = os.path.normpath(path)
-    if norm.startswith("//"):
-        norm = "/" + norm.lstrip("/")
-    return norm
-
-
-def _fold_spelling(path: str) -> str:
-    """An absolute path with repeated ``/``, ``.`` components and a trailing ``/``
-    removed — spellings the kernel resolves alike for a directory; ``..`` is kept."""
-    parts = [p for p in path.split("/") if p and p != "."]
-    return "/" + "/".join(parts)
-
-
-def _candidates(
-    pairs: list[tuple[str, str]], home: str, findings: list[Finding], config_path: str
-) -> tuple[Candidate, ...]:
-    """[K1] lexical part and [K2]: expand ``~``, fold spellings, flag relatives."""
-    home_dir = home if os.path.isabs(home) else None
-    seen: dict[str, str] = {}
-    out: list[Candidate] = []
-    for label, raw in pairs:
-        expanded = expand_home(raw, home_dir)
-        absolute = os.path.isabs(expanded)
-        path = _fold_spelling(expanded) if absolute else expanded
-        key = path if absolute else lexical_key(expanded)
-        first = seen.get(key)
-        if first is not None:
-            findings.append(
-                Finding(
-                    code="checkout.duplicate",
-                    severity="warning",
-                    message=f"checkout {label} path {raw!r} is the same path as checkout "
-                    f"{first}; ignored",
-                    path=config_path,
-                )
-            )
-            continue
-        seen[key] = label
-        out.append(Candidate(label=label, raw=raw, path=path, absolute=absolute))
-        if not absolute:
-            findings.append(
-                Finding(
-                    code="checkout.not_absolute",
-                    severity="warning",
-                    message=f"checkout {label} path {raw!r} is not an absolute path on this "
-                    "system; treated as offline",
-                    path=None,
-                )
-            )
-    return tuple(out)
 
 
 # --------------------------------------------------------------------------- the parser
@@ -539,7 +369,7 @@ def _check_name(doc: Mapping[str, Any], name: str, config_path: str) -> None:
     if not isinstance(value, str):
         raise ConfigError(
             f"{config_path}: key 'name': expected a string equal to the project directory "
-            f"name {name!r}, found {_found(value)} — set name = \"{name}\" or remove it",
+            f"name {name!r}, found {found_value(value)} — set name = \"{name}\" or remove it",
             code="config.name_mismatch",
             path=config_path,
         )
@@ -570,14 +400,14 @@ def parse_project_config(
     skills = _parse_skills(doc["skills"], config_path) if "skills" in doc else ()
     if "sync_mode" in doc:
         _check_sync_mode(doc["sync_mode"], config_path)
-    pairs = _raw_candidates(doc, config_path, findings)
-    candidates = _candidates(pairs, home, findings, config_path)
+    pairs = raw_candidates(doc, config_path, findings)
+    found = candidates(pairs, home, findings, config_path)
     return ProjectConfig(
         name=name,
         project_dir=project_dir,
         config_path=config_path,
         memory=memory,
-        candidates=candidates,
+        candidates=found,
         findings=tuple(findings),
         sha256=digest,
         skills=skills,

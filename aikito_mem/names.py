@@ -1,9 +1,10 @@
 """Clean names: the [C3] rules for a relative path and for a single component, control
-characters, and the NFC / case-fold keys two names collide under ([C4], [G1]).
+characters, the NFC / case-fold keys two names collide under ([C4], [G1]), and the words
+a message uses for a value or key found in a user's TOML file.
 
-Pure functions of strings, shared by every room that accepts a name from a user file: the
-``memory`` references and ``skills`` of ``agent.toml`` (:mod:`aikito_mem.config`), checkout
-paths (control characters, [C6]), and the relative paths of the agent registry ([G3]).
+Pure functions, shared by every room that accepts a name from a user file: the ``memory``
+references and ``skills`` of ``agent.toml`` (:mod:`aikito_mem.config`), checkout paths
+(:mod:`aikito_mem.candidates`), and the relative paths of the agent registry ([G3]).
 """
 
 from __future__ import annotations
@@ -16,14 +17,17 @@ __all__ = [
     "control_character",
     "first_clash",
     "fold",
+    "found_value",
     "nfc",
     "reference_problem",
+    "toml_key",
 ]
 
 #: Longest path component, in bytes of UTF-8 ([C3]).
 MAX_COMPONENT_BYTES = 255
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 #: References that obviously satisfy [C3]: components of ASCII letters, digits and
 #: ``._-+@=,~`` that start with a letter, digit or ``_`` (so never ``.``, ``..``, empty,
@@ -143,3 +147,42 @@ def first_clash(
                 ancestor = f"{ancestor}/{part}"
         by_key[key] = index
     return None
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def _type_name(value: object) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a float"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a table"
+    return {"datetime": "a date-time", "date": "a date", "time": "a time"}.get(
+        type(value).__name__, f"a {type(value).__name__}"
+    )
+
+
+def found_value(value: object) -> str:
+    """``a string ('x.md')``: the type, and the value when it is short and scalar."""
+    kind = _type_name(value)
+    if isinstance(value, list | dict):
+        return kind
+    shown = repr(value)
+    return f"{kind} ({shown})" if len(shown) <= 60 else kind
+
+
+def toml_key(key: str) -> str:
+    """A table key as TOML would write it: bare when possible, else quoted."""
+    if _BARE_KEY.match(key):
+        return key
+    if key.isprintable() and '"' not in key and "\\" not in key:
+        return f'"{key}"'
+    return repr(key)
