@@ -87,43 +87,50 @@ def _physical(label: str, path: str, obs: Observed) -> Slot:
     return Slot(label, physical, CheckoutState.ACTIVE, identity=(obs.dev, obs.ino))
 
 
-def _workspace_trees(config: ProjectConfig) -> list[tuple[str, str]]:
-    """``(root, words)`` of every workspace tree a checkout must stay out of, spelled
-    both as written and physically (a tree may be a symlink to elsewhere)."""
-    project_dir = config.project_dir
-    ws = os.path.dirname(os.path.dirname(project_dir))
-    trees = [
-        (f"{ws}/memory", "the workspace memory tree"),
-        (f"{ws}/skills", "the workspace skills tree"),
-        (f"{project_dir}/memory", f"the memory tree of project {config.name!r}"),
-    ]
-    out: list[tuple[str, str]] = []
-    for root, words in trees:
-        out.append((root, words))
-        real = os.path.realpath(root)
-        if real != root:
-            out.append((real, words))
-    return out
+@attrs.frozen
+class _Trees:
+    """The workspace trees a checkout must stay out of, spelled both as written and
+    physically (a tree may be a symlink to elsewhere): taken once per listing."""
+
+    #: ``(root, words)``: ``<ws>/memory``, ``<ws>/skills``, ``<ws>/projects/<p>/memory``.
+    roots: tuple[tuple[str, str], ...]
+    #: ``<ws>/projects`` as written and physically: ``<base>/<any>/memory`` is inside.
+    projects: tuple[str, ...]
+
+    @classmethod
+    def of(cls, config: ProjectConfig) -> _Trees:
+        project_dir = config.project_dir
+        ws = os.path.dirname(os.path.dirname(project_dir))
+        roots: list[tuple[str, str]] = []
+        for root, words in (
+            (f"{ws}/memory", "the workspace memory tree"),
+            (f"{ws}/skills", "the workspace skills tree"),
+            (f"{project_dir}/memory", f"the memory tree of project {config.name!r}"),
+        ):
+            roots.append((root, words))
+            real = os.path.realpath(root)
+            if real != root:
+                roots.append((real, words))
+        projects = f"{ws}/projects"
+        return cls(tuple(roots), tuple(dict.fromkeys((projects, os.path.realpath(projects)))))
+
+    def containing(self, physical: str) -> tuple[str, str] | None:
+        """``(tree root, words)`` when ``physical`` is inside one of the trees."""
+        for root, words in self.roots:
+            if physical == root or physical.startswith(root.rstrip("/") + "/"):
+                return root, words
+        for base in self.projects:
+            if physical.startswith(base + "/"):
+                parts = physical[len(base) + 1:].split("/")
+                if len(parts) >= 2 and parts[1] == "memory":
+                    return (f"{base}/{parts[0]}/memory",
+                            f"the memory tree of project {parts[0]!r}")
+        return None
 
 
-def _inside_workspace(physical: str, config: ProjectConfig) -> tuple[str, str] | None:
-    """``(tree root, words)`` when ``physical`` is inside a workspace tree that a sync
-    must never write into; else ``None``."""
-    for root, words in _workspace_trees(config):
-        if physical == root or physical.startswith(root.rstrip("/") + "/"):
-            return root, words
-    projects = os.path.join(os.path.dirname(os.path.dirname(config.project_dir)), "projects")
-    for base in dict.fromkeys((projects, os.path.realpath(projects))):
-        if physical.startswith(base + "/"):
-            parts = physical[len(base) + 1:].split("/")
-            if len(parts) >= 2 and parts[1] == "memory":
-                return f"{base}/{parts[0]}/memory", f"the memory tree of project {parts[0]!r}"
-    return None
-
-
-def _refusal(slot: Slot, config: ProjectConfig) -> str | None:
+def _refusal(slot: Slot, config: ProjectConfig, trees: _Trees) -> str | None:
     """The message refusing an active ``slot`` inside the workspace, else ``None``."""
-    inside = _inside_workspace(slot.path, config)
+    inside = trees.containing(slot.path)
     if inside is None:
         return None
     root, words = inside
@@ -145,6 +152,7 @@ def slots(config: ProjectConfig, observer: Observer, *, strict: bool = False
     """
     out: list[Slot] = []
     seen: set[object] = set()
+    trees: _Trees | None = None
     for cand in config.candidates:
         slot = classify(cand, observer)
         key: object = slot.identity if slot.identity is not None else lexical_key(cand.path)
@@ -152,7 +160,8 @@ def slots(config: ProjectConfig, observer: Observer, *, strict: bool = False
             continue
         seen.add(key)
         if slot.state is CheckoutState.ACTIVE:
-            refusal = _refusal(slot, config)
+            trees = trees or _Trees.of(config)
+            refusal = _refusal(slot, config, trees)
             if refusal is not None:
                 if strict:
                     raise ConfigError(refusal, code="config.checkout_in_workspace",
@@ -234,7 +243,7 @@ def explicit_slot(
             break
     if registered is not None:
         slot = attrs.evolve(slot, label=registered)
-    refusal = _refusal(slot, config)
+    refusal = _refusal(slot, config, _Trees.of(config))
     if refusal is not None:
         raise ConfigError(refusal, code="config.checkout_in_workspace", path=slot.path)
     return slot, registered is not None

@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 from aikito_mem.config import near_misses, parse_project_config, reference_problem
 from aikito_mem.errors import EXIT_CONFIG, ConfigError
 from aikito_mem.model import Candidate, Finding, ProjectConfig
+from tests.snapshots import changed, snapshot
+from tests.test_cli import Env, one_json
 
 CFG = "/ws/projects/demo/agent.toml"
 HOME = "/home/u"
@@ -767,3 +769,64 @@ def test_sync_mode_other_values_are_refused(value: str, found: str) -> None:
     err = parse_error(f"sync_mode = {value}\n", "config.sync_mode")
     assert 'expected "link" (in any letter case)' in err.message
     assert found in err.message
+
+
+# --------------------------------------------------------------------------- through the CLI
+
+
+@pytest.mark.parametrize(
+    ("extra", "code", "culprit"),
+    [
+        ('memroy = ["team/a.md"]\n', "config.unknown_key", "'memroy'"),
+        ('Memory = ["team/a.md"]\n', "config.unknown_key", "'Memory'"),
+        ('skils = ["a"]\n', "config.unknown_key", "'skils'"),
+        ('sync_mod = "link"\n', "config.unknown_key", "'sync_mod'"),
+        ('skills = "alpha"\n', "config.skills_type", "key 'skills'"),
+        ('skills = [{ name = "a" }]\n', "config.skills_type", "skills[0]"),
+        ('skills = ["a", "A"]\n', "config.skill_duplicate", "skills[1]"),
+        ('skills = ["../projects"]\n', "config.skill_invalid", "skills[0]"),
+        ('sync_mode = "copy"\n', "config.sync_mode", "INV-MEM-01"),
+        ('sync_mode = "mirror"\n', "config.sync_mode", "'mirror'"),
+        ('paths = ["/x\\u0000y"]\n', "config.path_invalid", "paths[0] (checkout 1)"),
+        ('path = "/x\\u0000y"\n', "config.path_invalid", "path (checkout default)"),
+    ],
+)
+def test_configuration_errors_exit_4_and_write_nothing(
+    tmp_path: Path, extra: str, code: str, culprit: str
+) -> None:
+    """A typo must never unlink anything ([C6]): the links of the last good sync stay, in
+    a real run, a dry run and --check alike; status and doctor report, never crash."""
+    env = Env(tmp_path)
+    assert env.json("demo")[0] == 0  # links in place
+    memory = None if extra.startswith(("memroy", "Memory")) else ["team/a.md", "glossary.md"]
+    paths = None if extra.startswith(("paths", "path ")) else [env.co]
+    env.config(memory, paths, extra=extra)
+    before = snapshot(env.base)
+    for args in ((), ("--dry-run",), ("--check",)):
+        exit_code, doc = env.json("demo", *args)
+        assert exit_code == 4, doc
+        assert doc["outcome"] == "config_error"
+        assert doc["error"]["code"] == code
+        assert culprit in doc["error"]["message"]
+        assert str(env.cfg) in doc["error"]["message"]
+    text = env.sync("demo")
+    assert text.exit_code == 4 and culprit in text.stderr
+    status = env.run("status", "--json")
+    assert status.exit_code == 1
+    project, = one_json(status.stdout)["projects"]
+    assert project["error"]["code"] == code
+    doctor = env.run("doctor", "--json")
+    assert doctor.exit_code == 1 and isinstance(doctor.exception, SystemExit)
+    assert any(c["status"] == "error" and culprit in c["message"]
+               for c in one_json(doctor.stdout)["checks"])
+    assert changed(before, snapshot(env.base)) == set()
+
+
+def test_near_miss_beside_the_real_key_is_a_warning_in_the_document(tmp_path: Path) -> None:
+    env = Env(tmp_path)
+    env.config(["glossary.md"], [env.co], extra='memroy = ["team/a.md"]\n')
+    exit_code, doc = env.json("demo")
+    assert exit_code == 0
+    assert {"code": "config.unknown_key", "severity": "warning",
+            "message": "unknown key 'memroy' — did you mean 'memory'?",
+            "path": str(env.cfg)} in doc["findings"]

@@ -299,3 +299,114 @@ def test_relative_env_or_pointer_is_an_error(
     assert info.value.code == "config.workspace_not_absolute"
     assert "is not an absolute path" in info.value.message
     assert repr(value) in info.value.message
+
+
+# --------------------------------------------------------------------------- pointer file
+
+
+def pointer_error(home: Path) -> ConfigError:
+    make_ws(home / "aikito")  # the default exists: an unusable pointer never falls back
+    with pytest.raises(ConfigError) as info:
+        resolve_workspace(environ=env_for(home))
+    err = info.value
+    assert err.code == "config.workspace_pointer"
+    assert err.exit_code == EXIT_CONFIG
+    pointer = str(home / ".config" / "aikito" / "workspace")
+    assert err.path == pointer and repr(pointer) in err.message
+    assert "set AIKITO_DIR, or pass --workspace" in err.message
+    return err
+
+
+@pytest.mark.parametrize(
+    ("data", "found"),
+    [
+        (b"/w\x00\n", "contains a NUL character (U+0000)"),
+        (b"/w\nsecond\x00line\n", "contains a NUL character"),
+        (b"/w\x01x\n", "control character U+0001 in its first line"),
+        (b"/a\tb\n", "control character U+0009 in its first line"),
+        (b"/a\x1bb\n", "control character U+001B"),
+        ("/a\u0085b\n".encode(), "control character U+0085"),
+        (b"/w\xff\n", "is not valid UTF-8 (byte offset 2)"),
+        (b"/w\nsecond \xfe line\n", "is not valid UTF-8"),
+    ],
+)
+def test_pointer_with_nul_control_or_invalid_utf8_is_an_error(
+    home: Path, data: bytes, found: str
+) -> None:
+    write_pointer(home, "").write_bytes(data)
+    assert found in pointer_error(home).message
+
+
+def test_pointer_white_space_and_crlf_are_stripped(home: Path) -> None:
+    make_ws(home / "w")
+    write_pointer(home, "").write_bytes(b"\t ~/w \t\r\nsecond\tline\r\n")
+    assert resolve_workspace(environ=env_for(home)).root == str(home / "w")
+
+
+def test_pointer_that_is_a_fifo_is_an_error_at_once(home: Path) -> None:
+    pointer = home / ".config" / "aikito" / "workspace"
+    pointer.parent.mkdir(parents=True)
+    os.mkfifo(pointer)
+    assert "is a FIFO, not a regular file" in pointer_error(home).message
+
+
+def test_pointer_linked_to_a_device_is_an_error(home: Path) -> None:
+    pointer = home / ".config" / "aikito" / "workspace"
+    pointer.parent.mkdir(parents=True)
+    pointer.symlink_to("/dev/zero")  # would never end if read as a stream
+    assert "is a character device, not a regular file" in pointer_error(home).message
+
+
+def test_pointer_symlink_to_a_file_is_followed(tmp_path: Path, home: Path) -> None:
+    ws = make_ws(tmp_path / "w")
+    real = tmp_path / "dotfiles-workspace"
+    real.write_text(f"{ws}\n")
+    pointer = home / ".config" / "aikito" / "workspace"
+    pointer.parent.mkdir(parents=True)
+    pointer.symlink_to(real)
+    assert resolve_workspace(environ=env_for(home)).root == str(ws)
+
+
+def test_pointer_too_large_is_an_error(home: Path) -> None:
+    write_pointer(home, "/w\n" + "#" * (64 * 1024))
+    assert "larger than the 65536 bytes" in pointer_error(home).message
+
+
+def test_pointer_fifo_through_the_cli_exits_4_without_hanging(tmp_path: Path) -> None:
+    """A real process: were the FIFO opened blocking, this would wait forever (the
+    timeout turns a regression into a failure, not a hang of the suite)."""
+    import json
+    import subprocess
+    import sys
+
+    home = tmp_path / "h"
+    (home / ".config" / "aikito").mkdir(parents=True)
+    os.mkfifo(home / ".config" / "aikito" / "workspace")
+    environ = {k: v for k, v in os.environ.items() if k != "AIKITO_DIR"}
+    environ.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
+    for command in (["sync", "project", "demo", "--json"], ["status", "--json"]):
+        done = subprocess.run([sys.executable, "-m", "aikito_mem", *command], env=environ,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 4, done
+        assert "Traceback" not in done.stderr
+        assert json.loads(done.stdout)["error"]["code"] == "config.workspace_pointer"
+
+
+def test_workspace_option_with_nul_is_a_configuration_error(home: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        resolve_workspace("/tmp/a\x00b", environ=env_for(home))
+    assert info.value.code == "config.workspace_not_absolute"
+    assert "NUL" in info.value.message
+
+
+def test_relative_option_in_a_deleted_directory(
+    tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    with pytest.raises(ConfigError) as info:
+        resolve_workspace("ws", environ=env_for(home))
+    assert info.value.code == "config.cwd_missing"
+    assert resolve_workspace(str(make_ws(tmp_path / "abs")), environ=env_for(home))
