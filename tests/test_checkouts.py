@@ -257,3 +257,29 @@ def test_status_and_doctor_report_it_without_a_traceback(env: Env) -> None:
     doctor = env.run("doctor", "--json")
     assert doctor.exception is None or isinstance(doctor.exception, SystemExit)
     one_json(doctor.stdout)
+
+
+class _SwappingObserver(Observer):
+    """Replaces the symlink ``link`` by one to ``other`` right after ``stat`` followed it:
+    the race between the kernel's answer and the physical path, made deterministic."""
+
+    def __init__(self, link: Path, other: Path) -> None:
+        super().__init__()
+        self.link, self.other = link, other
+
+    def stat_follow(self, path: str):  # type: ignore[no-untyped-def]
+        obs = super().stat_follow(path)
+        if path == str(self.link):
+            self.link.unlink()
+            self.link.symlink_to(self.other)
+        return obs
+
+
+def test_a_checkout_swapped_while_examined_is_invalid(ws: WS) -> None:
+    first, second = ws.checkout("first"), ws.checkout("second")
+    link = Path(ws.base) / "link"
+    link.symlink_to(first)
+    ws.write_config("demo", memory=[], paths=[str(link)])
+    slot, = slots(ws.project("demo").config, _SwappingObserver(link, Path(second)))
+    assert slot.state is CheckoutState.INVALID
+    assert "changed while being examined" in (slot.reason or "")
