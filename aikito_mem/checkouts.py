@@ -177,8 +177,9 @@ def given_path(path: str) -> str:
     ``~`` is expanded; a relative path is joined to the current directory (a deleted one
     is a configuration error); repeated ``/`` and ``.`` are dropped; a ``..`` is resolved
     against the physical path of what precedes it — never a lexical shortening through a
-    symlink ([K1]).  A control character is a configuration error ([C6]: such a path
-    could not be registered).
+    symlink — and kept as written when what precedes it is not a directory ([K1]).  A
+    control character is a configuration error ([C6]: such a path could not be
+    registered).
     """
     control = control_character(path)
     if control is not None:
@@ -198,7 +199,11 @@ def given_path(path: str) -> str:
         if part in ("", "."):
             continue
         if part == "..":
-            out = os.path.dirname(os.path.realpath(out or "/")).rstrip("/")
+            prefix = out or "/"
+            if os.path.isdir(prefix):  # the kernel goes to the parent of what it reached
+                out = os.path.dirname(os.path.realpath(prefix)).rstrip("/")
+            else:  # the kernel reaches nothing: keep the text, the stat will say so
+                out = f"{out}/.."
             continue
         out = f"{out}/{part}"
     return out or "/"

@@ -169,7 +169,7 @@ def test_given_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert given_path("link") == f"{tmp_path}/link"  # a final symlink is kept as spelled
     assert given_path("link/../x") == f"{tmp_path}/real/x"
     assert given_path("/..") == "/"
-    assert given_path(f"{tmp_path}/nothing/../y") == f"{tmp_path}/y"
+    assert given_path(f"{tmp_path}/nothing/../y") == f"{tmp_path}/nothing/../y"
 
 
 @pytest.mark.parametrize("char", ["\x00", "\n", "\x1b"])
@@ -283,3 +283,12 @@ def test_a_checkout_swapped_while_examined_is_invalid(ws: WS) -> None:
     slot, = slots(ws.project("demo").config, _SwappingObserver(link, Path(second)))
     assert slot.state is CheckoutState.INVALID
     assert "changed while being examined" in (slot.reason or "")
+
+
+def test_explicit_dotdot_through_nothing_is_nothing(env: Env) -> None:
+    """``<base>/nothing/../co``: the kernel reaches nothing, so the existing ``co`` is
+    never synced or registered through that spelling."""
+    before = snapshot(env.base)
+    code, doc = env.json("demo", f"{env.base}/nothing/../co")
+    assert code == 4 and doc["error"]["code"] == "config.checkout_path"
+    assert changed(before, snapshot(env.base)) == set()

@@ -184,11 +184,15 @@ def test_agent_toml_fifo_via_cli_is_exit_4_and_never_hangs(tmp_path: Path) -> No
 
 def test_config_is_pure_and_reading_lives_here() -> None:
     """Reading files is not parsing: config.py opens nothing."""
+    import aikito_mem.candidates as candidates
     import aikito_mem.config as config
+    import aikito_mem.names as names
 
-    source = Path(config.__file__).read_text()
-    for call in ("os.open(", "open(", "read_regular", "scandir", "os.stat", "os.lstat"):
-        assert call not in source, call
+    for module in (config, candidates, names):
+        source = Path(str(module.__file__)).read_text()
+        for call in ("open(", "read_regular", "scandir", "os.stat", "os.lstat", "realpath",
+                     "aikito_mem.observe"):
+            assert call not in source, (module.__name__, call)
 
 
 # --------------------------------------------------------------------------- containment
