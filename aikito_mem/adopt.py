@@ -119,9 +119,9 @@ class Adoption:
 
 
 def add_memory_reference(text: str, ref: str, *, filename: str = "agent.toml") -> str:
-    """See :func:`aikito_mem.register.add_memory_reference` (register owns every edit of
+    """See :func:`aikito_mem.config_edit.add_memory_reference` (it owns every edit of
     ``agent.toml``)."""
-    from aikito_mem.register import add_memory_reference as add
+    from aikito_mem.config_edit import add_memory_reference as add
 
     return add(text, ref, filename=filename)
 
@@ -133,7 +133,7 @@ def _new_config(config: Any, data: bytes, ref: str, home: str) -> bytes:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        from aikito_mem.register import memory_edit_failed
+        from aikito_mem.config_edit import memory_edit_failed
 
         raise memory_edit_failed(config.config_path, ref, "it is not valid UTF-8") from exc
     new = add_memory_reference(text, ref, filename=config.config_path).encode("utf-8")
@@ -624,8 +624,8 @@ def _error_doc(doc: dict[str, Any], exc: AikitoError) -> dict[str, Any]:
 def _register(a: Adoption, environ: Mapping[str, str] | None) -> bool:
     """Step 4: compare-and-swap the memory list.  ``False`` when already listed."""
     from aikito_mem.config import parse_project_config
+    from aikito_mem.config_edit import swap_config
     from aikito_mem.discovery import home_directory
-    from aikito_mem.register import swap_config
 
     home = home_directory(environ) or ""
     directory, name = os.path.split(a.config_path)

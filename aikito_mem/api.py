@@ -13,6 +13,7 @@ import attrs
 
 from aikito_mem import checkouts as _checkouts
 from aikito_mem.config import parse_project_config
+from aikito_mem.config_edit import plan_registration
 from aikito_mem.discovery import Workspace, current_directory, home_directory, resolve_workspace
 from aikito_mem.errors import ConfigError, ProjectPrepareConflictError
 from aikito_mem.execute import Locks, execute, planned_result
@@ -151,7 +152,9 @@ class Project:
             return _checkouts.slots(self.config, observer, strict=True), None, None
         slot, registered = _checkouts.explicit_slot(self.config, path, observer)
         given = _checkouts.given_path(path)
-        return (slot,), given, (given if register and not registered else None)
+        reg = (plan_registration(self.config, given, slot.path, home=self._home(),
+                                 observer=observer) if register and not registered else None)
+        return (slot,), given, reg
 
     def _plan(
         self,

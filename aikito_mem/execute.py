@@ -314,7 +314,7 @@ def _apply(plan: Plan, locks: Locks, signals: _Signals) -> SyncResult:
         )
 
     if plan.register is not None:
-        from aikito_mem.register import register_checkout
+        from aikito_mem.config_edit import register_checkout
 
         assert plan.config_sha256 is not None
         try:

@@ -219,7 +219,7 @@ def test_register_failure_says_where_the_content_is(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     ws, co = make(tmp_path)
     (rt(co) / "g.md").write_text("g\n")
-    from aikito_mem import register
+    from aikito_mem import config_edit as register
 
     def fail(*_: Any) -> None:
         raise ConfigError("disk says no", code="config.register_failed")

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aikito_mem import register
+from aikito_mem import config_edit, fsutil
+from aikito_mem.config_edit import add_checkout_path, register_checkout, toml_basic_string
 from aikito_mem.errors import ConfigError, ExecutionError, StalePlanError
-from aikito_mem.register import add_checkout_path, register_checkout, toml_basic_string
 
 P = "/srv/new"
 
@@ -453,13 +453,13 @@ def test_change_between_read_and_rename_is_stale(
     config = write_config(tmp_path)
     data = config.read_bytes()
     edited = data + b"# edited meanwhile\n"
-    real = register.add_checkout_path
+    real = config_edit.add_checkout_path
 
     def racing(text: str, path: str, **kwargs: Any) -> str:
         config.write_bytes(edited)
         return real(text, path, **kwargs)
 
-    monkeypatch.setattr(register, "add_checkout_path", racing)
+    monkeypatch.setattr(config_edit, "add_checkout_path", racing)
     with pytest.raises(StalePlanError):
         register_checkout(str(config), P, expected_sha256=sha(data))
     assert config.read_bytes() == edited
@@ -506,7 +506,7 @@ def test_write_failure_removes_temp_and_keeps_file(
     def fail(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(register.os, failing, fail)
+    monkeypatch.setattr(config_edit.os, failing, fail)
     with pytest.raises(ExecutionError) as info:
         register_checkout(str(config), P, expected_sha256=sha(data))
     monkeypatch.undo()
@@ -525,7 +525,7 @@ def test_temp_file_name_and_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         seen.append((str(path), flags))
         return real_open(path, flags, *args, **kwargs)
 
-    monkeypatch.setattr(register.os, "open", spy)
+    monkeypatch.setattr(config_edit.os, "open", spy)
     register_checkout(str(config), P, expected_sha256=sha(config.read_bytes()))
     temps = [(p, f) for p, f in seen if p.endswith(".tmp")]
     assert len(temps) == 1
@@ -539,7 +539,8 @@ def test_temp_file_name_and_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 def test_temp_name_collision_is_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = write_config(tmp_path)
     tokens = iter(["dead", "dead", "beef"])
-    monkeypatch.setattr(register, "_random_token", lambda: next(tokens))
+    monkeypatch.setattr(fsutil, "temp_name",
+                        lambda name: f".{name}.aikito-{os.getpid()}-{next(tokens)}.tmp")
     (tmp_path / f".agent.toml.aikito-{os.getpid()}-dead.tmp").write_text("someone else's")
     register_checkout(str(config), P, expected_sha256=sha(config.read_bytes()))
     assert (tmp_path / f".agent.toml.aikito-{os.getpid()}-dead.tmp").read_text() == (
