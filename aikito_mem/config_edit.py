@@ -13,12 +13,10 @@ old data plus exactly the new value — otherwise :class:`ConfigError` and nothi
 written.  ``tomlkit`` is imported only inside the functions that edit, so a sync that
 registers nothing (and ``aikito --version``) never loads it.
 
-Where the new value goes is decided here, not by ``tomlkit``'s own ``append`` (which would
-put a key between a table header and the comment above it, or drop a trailing comma): the
-placement works on the parsed document's body (``Container.body``) and an array's raw items
-(``Array._iter_items``, rebuilt with the public ``Array`` constructor).  Those two
-``tomlkit`` details are used only in this module; a ``tomlkit`` release that changed them
-is caught by the re-parse check (a refusal, never a wrong file) and by the byte-preservation
+Where the new value goes is decided by :mod:`aikito_mem.toml_layout`, not by ``tomlkit``'s
+own ``append`` (which would put a key between a table header and the comment above it, or
+drop a trailing comma).  A ``tomlkit`` release that changed what that module relies on is
+caught by the re-parse check (a refusal, never a wrong file) and by the byte-preservation
 tests.
 
 :func:`register_checkout` applies the edit as a compare-and-swap on the file, through
@@ -37,14 +35,14 @@ import os
 import stat
 import tomllib
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from aikito_mem import fsutil, signals
+from aikito_mem import fsutil, signals, toml_layout
 from aikito_mem.errors import ConfigError, ExecutionError, StalePlanError
 
 if TYPE_CHECKING:
     from tomlkit.container import Container
-    from tomlkit.items import Array, Item, Key
 
     from aikito_mem.model import ProjectConfig
     from aikito_mem.observe import Observer
@@ -61,10 +59,8 @@ __all__ = [
     "toml_basic_string",
 ]
 
-#: One body entry of a ``tomlkit`` container: ``(key or None, item)``.
-_Entry = tuple["Key | None", "Item"]
-#: A layout edit: (document, newline of the file, the file's text).
-_Change = Callable[["Container", str, str], None]
+#: A layout edit of :mod:`aikito_mem.toml_layout`: (document, the file's text).
+_Change = Callable[["Container", str], None]
 
 
 # ---------------------------------------------------------------------------------------
@@ -86,10 +82,6 @@ def memory_edit_failed(filename: str, ref: str, why: str) -> ConfigError:
         f"could not add {ref!r} to the memory list of {filename}: {why}; add it by hand and "
         "run `aikito sync project` again", code="config.memory_edit_failed", path=filename,
     )
-
-
-class _Unsupported(Exception):
-    """A layout this module does not edit (the caller refuses: add the value by hand)."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -153,11 +145,14 @@ def _edit(
         import tomlkit
 
         document = tomlkit.parse(text)
-        change(document, "\r\n" if "\r\n" in text else "\n", text)
+        if document.as_string() != text:
+            raise fail("tomlkit does not reproduce its text byte for byte")
+        change(document, text)
         edited = document.as_string()
-        reparsed = tomllib.loads(edited)
-        same = reparsed == expected
-    except _Unsupported as exc:
+        if not _inserted_only(text, edited):
+            raise fail("the edit would have changed or removed some of its text")
+        same = tomllib.loads(edited) == expected
+    except toml_layout.Unsupported as exc:
         raise fail(f"its layout is not supported ({exc})") from None
     except RecursionError:
         raise fail("its values are nested too deeply to edit safely") from None
@@ -169,6 +164,12 @@ def _edit(
     if not same:
         raise fail("the edited text did not parse to the old data plus the new value")
     return edited
+
+
+def _inserted_only(old: str, new: str) -> bool:
+    """Whether ``new`` is ``old`` with characters inserted (``old`` a subsequence of it)."""
+    rest = iter(new)
+    return all(ch in rest for ch in old)
 
 
 def _element(value: str, fail: Callable[[str], ConfigError]) -> str:
@@ -220,13 +221,12 @@ def add_memory_reference(text: str, ref: str, *, filename: str = "agent.toml") -
     def plan(data: dict[str, Any]) -> tuple[dict[str, Any], _Change]:
         old = data.get("memory", [])
         if not isinstance(old, list):
-            raise _Unsupported("`memory` is not a list")
+            raise toml_layout.Unsupported("`memory` is not a list")
         expected = {**data, "memory": [*old, ref]}
         if "memory" in data:
-            return expected, lambda doc, nl, _t: _append_to_root_array(doc, "memory",
-                                                                       element, nl)
-        return expected, lambda doc, nl, t: _insert_root_line(doc, f"memory = [{element}]",
-                                                              nl, t)
+            return expected, partial(toml_layout.append_to_root_array, name="memory",
+                                     element=element)
+        return expected, partial(toml_layout.insert_root_line, line=f"memory = [{element}]")
 
     return _edit(text, plan, fail)
 
@@ -240,15 +240,15 @@ def _checkout_plan(
         paths = data["paths"]
         if isinstance(paths, list):
             expected["paths"] = [*paths, path]
-            return expected, lambda doc, nl, _t: _append_to_root_array(doc, "paths",
-                                                                       element, nl)
+            return expected, partial(toml_layout.append_to_root_array, name="paths",
+                                     element=element)
         if isinstance(paths, dict):
             label = next(f"path_{n}" for n in range(1, len(paths) + 2)
                          if f"path_{n}" not in paths)
             expected["paths"] = {**paths, label: path}
-            return expected, lambda doc, nl, t: _add_to_paths_table(doc, label, element,
-                                                                    nl, t)
-        raise _Unsupported("`paths` is neither a list nor a table")
+            return expected, partial(toml_layout.add_to_paths_table, label=label,
+                                     element=element)
+        raise toml_layout.Unsupported("`paths` is neither a list nor a table")
     if "path" in data:
         old = data["path"]
         del expected["path"]
@@ -257,221 +257,10 @@ def _checkout_plan(
         elif isinstance(old, list):
             expected["paths"] = [*old, path]
         else:
-            raise _Unsupported("`path` is neither a string nor a list")
-        return expected, lambda doc, nl, _t: _path_to_paths(doc, element, nl)
+            raise toml_layout.Unsupported("`path` is neither a string nor a list")
+        return expected, partial(toml_layout.path_to_paths, element=element)
     expected["paths"] = [path]
-    return expected, lambda doc, nl, t: _insert_root_line(doc, f"paths = [{element}]", nl, t)
-
-
-# ---------------------------------------------------------------------------------------
-# Placement in the tomlkit document
-
-
-def _is_section(key: Key, item: Item) -> bool:
-    """A ``[table]`` or ``[[array]]`` section (a header), not a ``key = value`` line."""
-    from tomlkit.items import AoT, Table
-
-    return isinstance(item, AoT) or (isinstance(item, Table) and not key.is_dotted())
-
-
-def _lines(body: list[_Entry]) -> list[int]:
-    """Indices of the ``key = value`` lines (dotted keys included) of a body."""
-    return [i for i, (k, v) in enumerate(body) if k is not None and not _is_section(k, v)]
-
-
-def _indent(key: Key | None, item: Item) -> str:
-    """The white space before the key of a ``key = value`` line."""
-    from tomlkit.items import Table
-
-    if isinstance(item, Table):  # a dotted key: the line is its first child's
-        child = next(((k, v) for k, v in item.value.body if k is not None), None)
-        return _indent(*child) if child is not None else ""
-    indent = item.trivia.indent
-    return indent[indent.rfind("\n") + 1 :]
-
-
-def _root_entry(doc: Container, name: str) -> int:
-    """The index of the top-level ``name = …`` line (not a dotted key, not a section)."""
-    for i, (k, v) in enumerate(doc.body):
-        if k is not None and k.key == name and not k.is_dotted() and not _is_section(k, v):
-            return i
-    raise _Unsupported(f"the `{name}` key was not found at the top level")
-
-
-def _splice_lines(body: list[_Entry], pos: int, lines: str, nl: str, at_eof: bool,
-                  text: str) -> None:
-    """Insert ``lines`` (TOML source, parsed by tomlkit) as whole lines at ``pos``."""
-    import tomlkit
-
-    lead = nl if at_eof and text and not text.endswith("\n") else ""
-    body[pos:pos] = tomlkit.parse(f"{lead}{lines}{nl}").body
-
-
-def _insert_root_line(doc: Container, line: str, nl: str, text: str) -> None:
-    """``line`` after the last top-level key; without one, above the first section and
-    the comment lines attached to its header; in a file of comments only, at the end."""
-    from tomlkit.items import Comment
-
-    body = doc.body
-    lines = _lines(body)
-    if lines:
-        pos = lines[-1] + 1
-    else:
-        pos = next((i for i, (k, _v) in enumerate(body) if k is not None), len(body))
-        while 0 < pos < len(body) and isinstance(body[pos - 1][1], Comment):
-            pos -= 1
-    _splice_lines(body, pos, line, nl, pos == len(body), text)
-
-
-def _add_to_paths_table(doc: Container, label: str, element: str, nl: str,
-                        text: str) -> None:
-    """``label = element`` in the ``paths`` table: inline, dotted keys or a section."""
-    from tomlkit.items import InlineTable, Table
-
-    body = doc.body
-    entry = f"{label} = {element}"
-    for i, (key, item) in enumerate(body):
-        if key is None or key.key != "paths":
-            continue
-        if isinstance(item, InlineTable):
-            _add_to_inline_table(item, entry)
-            return
-        if key.is_dotted():
-            last = max(j for j, (k, _v) in enumerate(body)
-                       if k is not None and k.key == "paths" and k.is_dotted())
-            line = f"{_indent(*body[last])}paths.{entry}"
-            _splice_lines(body, last + 1, line, nl, last + 1 == len(body), text)
-            return
-        if isinstance(item, Table) and not item.is_super_table():
-            inner = item.value.body
-            lines = _lines(inner)
-            pos = lines[-1] + 1 if lines else 0
-            indent = _indent(*inner[lines[-1]]) if lines else ""
-            at_eof = pos == len(inner) and i == len(body) - 1
-            _splice_lines(inner, pos, f"{indent}{entry}", nl, at_eof, text)
-            return
-    raise _Unsupported("the `paths` table has no [paths] header, inline table or dotted keys")
-
-
-def _add_to_inline_table(table: Item, entry: str) -> None:
-    """``entry`` after the last key of an inline table (``{ }`` keeps its spaces)."""
-    import tomlkit
-    from tomlkit.items import InlineTable, Whitespace
-
-    assert isinstance(table, InlineTable)
-    body = table.value.body
-    key, item = tomlkit.parse(entry).body[0]
-    item.trivia.trail = ""
-    keys = [i for i, (k, _v) in enumerate(body) if k is not None]
-    if keys:
-        body[keys[-1] + 1 : keys[-1] + 1] = [(None, Whitespace(",")), (None, Whitespace(" ")),
-                                             (key, item)]
-        return
-    inner = "".join(v.as_string() for _k, v in body)
-    lead = [(None, Whitespace(" "))] if inner and not inner.strip(" \t") else []
-    body[0:0] = [*lead, (key, item)]
-
-
-def _path_to_paths(doc: Container, element: str, nl: str) -> None:
-    """``path = X`` → ``paths = [X, element]``; ``path = [..]`` → ``paths = [.., element]``."""
-    import tomlkit
-    from tomlkit.items import Array, SingleKey, String, Whitespace
-
-    body = doc.body
-    i = _root_entry(doc, "path")
-    key, item = body[i]
-    assert key is not None
-    written = key.as_string()
-    renamed = SingleKey("paths", sep=key.sep,
-                        original="paths" + written[len(written.rstrip(" \t")) :])
-    if isinstance(item, String):
-        new: Item = Array([item, Whitespace(","), Whitespace(" "), tomlkit.value(element)],
-                          item.trivia)
-    elif isinstance(item, Array):
-        new = _appended(item, element, _indent(key, item), nl)
-    else:
-        raise _Unsupported("`path` is neither a string nor an array")
-    body[i] = (renamed, new)
-
-
-def _append_to_root_array(doc: Container, name: str, element: str, nl: str) -> None:
-    from tomlkit.items import Array
-
-    i = _root_entry(doc, name)
-    key, item = doc.body[i]
-    if key is None or not isinstance(item, Array):
-        raise _Unsupported(f"`{name}` is not written as an array")
-    doc.body[i] = (key, _appended(item, element, _indent(key, item), nl))
-
-
-def _appended(array: Array, element: str, key_indent: str, nl: str) -> Array:
-    """A copy of ``array`` with ``element`` appended in the array's own layout.
-
-    On one line: ``, "new"`` after the last element (``"new",`` after a trailing comma).
-    Over several lines: ``"new",`` on a line of its own right after the line of the last
-    element (or of the ``[``), indented like that element, or one step (four spaces) past
-    the key when the element shares the ``[`` line or there is none; an old last element
-    without a trailing comma gets one, the new one then has none.
-    """
-    import tomlkit
-    from tomlkit.items import Array, Comment, Null, Whitespace
-
-    items: list[Item] = []
-    for x in array._iter_items():  # the raw items: values, white space, commas, comments
-        if isinstance(x, Null):
-            continue
-        if isinstance(x, Whitespace) and "," in x.s and not x.s.endswith(","):
-            cut = x.s.index(",") + 1  # a comma always ends its item
-            items += [Whitespace(x.s[:cut]), Whitespace(x.s[cut:])]
-        else:
-            items.append(x)
-
-    def comma(x: Item) -> bool:
-        return isinstance(x, Whitespace) and "," in x.s
-
-    value = tomlkit.value(element)
-    values = [i for i, x in enumerate(items) if not isinstance(x, Whitespace | Comment)]
-    last = values[-1] if values else -1
-    commas = [i for i in range(last + 1, len(items)) if comma(items[i])]
-    trailing = last >= 0 and bool(commas)
-    anchor = commas[-1] + 1 if commas else last + 1
-    new: list[Item]
-    for i in range(anchor, len(items)):
-        x = items[i]
-        if not (isinstance(x, Comment) or (isinstance(x, Whitespace) and "\n" in x.s)):
-            continue
-        # One element per line: after the line of the anchor.
-        before = "".join(y.as_string() for y in items[: max(last, 0)])
-        if last >= 0 and "\n" in before:
-            line = before[before.rfind("\n") + 1 :]
-            indent = line[: len(line) - len(line.lstrip(" \t"))]
-        else:
-            indent = key_indent + "    "
-        tail = [] if last >= 0 and not trailing else [Whitespace(",")]
-        if isinstance(x, Comment):  # the line ends after the comment
-            new = [Whitespace(nl + indent), value, *tail]
-            pos = i + 1
-        else:
-            cut = x.s.index("\n") + 1
-            items[i : i + 1] = [Whitespace(x.s[:cut]), Whitespace(x.s[cut:])]
-            new = [Whitespace(indent), value, *tail, Whitespace(nl)]
-            pos = i + 1
-        items[pos:pos] = new
-        if last >= 0 and not trailing:
-            items.insert(last + 1, Whitespace(","))
-        break
-    else:
-        # On one line.
-        if last < 0:
-            inner = "".join(y.as_string() for y in items)
-            pos, new = 0, ([Whitespace(" "), value] if inner else [value])
-        elif trailing:
-            pos, new = anchor, [Whitespace(" "), value, Whitespace(",")]
-        else:
-            pos, new = last + 1, [Whitespace(","), Whitespace(" "), value]
-        items[pos:pos] = new
-    return Array([y for y in items if not (isinstance(y, Whitespace) and not y.s)],
-                 array.trivia)
+    return expected, partial(toml_layout.insert_root_line, line=f"paths = [{element}]")
 
 
 # ---------------------------------------------------------------------------------------
@@ -643,20 +432,27 @@ def check_registration(config_path: str, path: str) -> bytes:
     a symlink), decoded, edited with ``path`` and re-parsed, and its owner checked; the
     edited bytes are returned.  Raises what the registration would raise.
     """
-    dir_fd, name = _open_parent(config_path)
+    try:
+        dir_fd, name = _open_parent(config_path)
+    except StalePlanError:
+        raise _vanished(config_path) from None
     try:
         data, st = _read(dir_fd, name, config_path)
         new = _edited(data, config_path, path)
         _check_owner(dir_fd, st, config_path)
         return new
     except StalePlanError:
-        raise ConfigError(
-            f"{config_path} disappeared while the registration was being planned; "
-            "expected the project's agent.toml — run the sync again",
-            code="config.register_failed", path=config_path,
-        ) from None
+        raise _vanished(config_path) from None
     finally:
         os.close(dir_fd)
+
+
+def _vanished(config_path: str) -> ConfigError:
+    return ConfigError(
+        f"{config_path} disappeared while the registration was being planned; expected "
+        "the project's agent.toml — run the sync again",
+        code="config.register_failed", path=config_path,
+    )
 
 
 def plan_registration(config: ProjectConfig, given: str, physical: str, *,

@@ -15,9 +15,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aikito_mem import config_edit, fsutil
-from aikito_mem.config_edit import add_checkout_path, register_checkout, toml_basic_string
+from aikito_mem import config_edit, fsutil, toml_layout
+from aikito_mem.config_edit import (
+    add_checkout_path,
+    add_memory_reference,
+    register_checkout,
+    toml_basic_string,
+)
 from aikito_mem.errors import ConfigError, ExecutionError, StalePlanError
+from tests.snapshots import snapshot
 
 P = "/srv/new"
 
@@ -285,6 +291,212 @@ def test_inline_table_named_paths_elsewhere_is_not_ours() -> None:
     }
 
 
+# -- awkward layouts ----------------------------------------------------------------------
+
+AWKWARD = [
+    # Comments inside and after arrays.
+    ('paths = [ # c\n "a", # d\n]  # e\n',
+     'paths = [ # c\n "a", # d\n "/srv/new",\n]  # e\n'),
+    ('paths = [\n  "a",\n  # the end ] , "not"\n]\n',
+     'paths = [\n  "a",\n  "/srv/new",\n  # the end ] , "not"\n]\n'),
+    ('paths = ["a"] # after ] [ "x"\n', 'paths = ["a", "/srv/new"] # after ] [ "x"\n'),
+    # Trailing commas, spaces around commas.
+    ('paths = [ "a" , "b" ,]\n', 'paths = [ "a" , "b" , "/srv/new",]\n'),
+    ('paths = [ "a" , "b" ]\n', 'paths = [ "a" , "b", "/srv/new" ]\n'),
+    ('paths=["a"]\n', 'paths=["a", "/srv/new"]\n'),
+    # CRLF line endings in every form.
+    ('name = "demo"\r\nmemory = []\r\n\r\n[skills]\r\nx = 1\r\n',
+     'name = "demo"\r\nmemory = []\r\npaths = ["/srv/new"]\r\n\r\n[skills]\r\nx = 1\r\n'),
+    ('[paths]\r\na = "/a"\r\n', '[paths]\r\na = "/a"\r\npath_1 = "/srv/new"\r\n'),
+    ('paths = {a = "/a"}\r\n', 'paths = {a = "/a", path_1 = "/srv/new"}\r\n'),
+    ('paths.a = "/a"\r\n', 'paths.a = "/a"\r\npaths.path_1 = "/srv/new"\r\n'),
+    ('paths = [ # c\r\n  "a",\r\n]\r\n', 'paths = [ # c\r\n  "a",\r\n  "/srv/new",\r\n]\r\n'),
+    # Inline tables.
+    ('paths = {a="x" , b = "y" }\n', 'paths = {a="x" , b = "y", path_1 = "/srv/new" }\n'),
+    ('paths = {path_1 = "a", path_2 = "b"}\n',
+     'paths = {path_1 = "a", path_2 = "b", path_3 = "/srv/new"}\n'),
+    # Dotted keys: indented, quoted, with comments.
+    ('  paths.laptop = "/a"  # c\n  paths.server = "/b"\nmemory = []\n',
+     '  paths.laptop = "/a"  # c\n  paths.server = "/b"\n  paths.path_1 = "/srv/new"\n'
+     'memory = []\n'),
+    ('"paths".laptop = "/a"\n', '"paths".laptop = "/a"\npaths.path_1 = "/srv/new"\n'),
+    # A `paths` table after other tables; the comment about the next table stays with it.
+    ('[a]\nx = 1\n\n[b]\ny = 2\n\n[paths]\nlaptop = "~/x"\n',
+     '[a]\nx = 1\n\n[b]\ny = 2\n\n[paths]\nlaptop = "~/x"\npath_1 = "/srv/new"\n'),
+    ('[a]\nx = 1\n\n[paths]\nlaptop = "~/x"\n# about c\n\n[c]\nz = 1\n',
+     '[a]\nx = 1\n\n[paths]\nlaptop = "~/x"\npath_1 = "/srv/new"\n# about c\n\n[c]\nz = 1\n'),
+    ('[paths]\na = "/a"\n[paths.sub]\nx = 1\n',
+     '[paths]\na = "/a"\npath_1 = "/srv/new"\n[paths.sub]\nx = 1\n'),
+    # Arrays of tables: the new key goes above them (and above their comment).
+    ('[[agents]]\nname = "a"\n[[agents]]\nname = "b"\n',
+     'paths = ["/srv/new"]\n[[agents]]\nname = "a"\n[[agents]]\nname = "b"\n'),
+    ('memory = []\n[[agents]]\nname = "a"\n',
+     'memory = []\npaths = ["/srv/new"]\n[[agents]]\nname = "a"\n'),
+    ('# top\n\n# agents\n[[agents]]\nname = "a"\n',
+     '# top\n\npaths = ["/srv/new"]\n# agents\n[[agents]]\nname = "a"\n'),
+    # Multi-line arrays: several elements per line, tabs.
+    ('paths = [\n  "a", "b",\n  "c"\n]\n', 'paths = [\n  "a", "b",\n  "c",\n  "/srv/new"\n]\n'),
+    ('paths = [\n  "a", "b",\n]\n', 'paths = [\n  "a", "b",\n  "/srv/new",\n]\n'),
+    ('\tpaths = [\n\t\t"a",\n\t]\n', '\tpaths = [\n\t\t"a",\n\t\t"/srv/new",\n\t]\n'),
+    # Literal and multi-line strings, kept as written.
+    ("paths = [\n  '~/a',\n  \"\"\"/b\"\"\",\n]\n",
+     "paths = [\n  '~/a',\n  \"\"\"/b\"\"\",\n  \"/srv/new\",\n]\n"),
+    ('x = """\npaths = [\n"""\nmemory = ["m"]\n',
+     'x = """\npaths = [\n"""\nmemory = ["m"]\npaths = ["/srv/new"]\n'),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), AWKWARD)
+def test_awkward_layouts(old: str, new: str) -> None:
+    assert add_checkout_path(old, P) == new
+    insertions(old, new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('path = "/a"\r\n', 'paths = ["/a", "/srv/new"]\r\n'),
+        ('path="/a"\n', 'paths=["/a", "/srv/new"]\n'),
+        ("path = '''~/a'''  # old\n", "paths = ['''~/a''', \"/srv/new\"]  # old\n"),
+        ('  "path" = "/a"\n', '  "paths" = ["/a", "/srv/new"]\n'),
+        ("'path' = ['/a'] # c\n", "'paths' = ['/a', \"/srv/new\"] # c\n"),
+    ],
+)
+def test_awkward_single_path_forms(old: str, new: str) -> None:
+    assert add_checkout_path(old, P) == new
+    insertions(old, new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('memory = [\n  "a.md", # first\n]\n[x]\n',
+         'memory = [\n  "a.md", # first\n  "r.md",\n]\n[x]\n'),
+        ('name = "d"\r\n\r\n[x]\r\n', 'name = "d"\r\nmemory = ["r.md"]\r\n\r\n[x]\r\n'),
+        ("# only\n# comments", '# only\n# comments\nmemory = ["r.md"]\n'),
+        ("memory = []  # none yet\n", 'memory = ["r.md"]  # none yet\n'),
+        ('[paths]\na = "/a"\n', 'memory = ["r.md"]\n[paths]\na = "/a"\n'),
+    ],
+)
+def test_memory_reference_layouts(old: str, new: str) -> None:
+    assert add_memory_reference(old, "r.md") == new
+    insertions(old, new)
+
+
+@pytest.mark.parametrize("old", ['memory = "a.md"\n', "[memory]\na = 1\n", "memory.a = 1\n",
+                                 "[[memory]]\na = 1\n", "memory = [\n"])
+def test_memory_reference_refuses_what_it_cannot_append_to(old: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        add_memory_reference(old, "r.md", filename="/ws/projects/demo/agent.toml")
+    assert info.value.code == "config.memory_edit_failed"
+    assert "/ws/projects/demo/agent.toml" in info.value.message
+
+
+def test_edit_that_does_not_reparse_to_the_expected_data_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The last guard: whatever the layout code does, the rendering must parse to the old
+    data plus exactly the new value."""
+    real = toml_layout.appended
+
+    def twice(array: Any, element: str, key_indent: str, nl: str) -> Any:
+        return real(real(array, element, key_indent, nl), element, key_indent, nl)
+
+    monkeypatch.setattr(toml_layout, "appended", twice)
+    with pytest.raises(ConfigError) as info:
+        add_checkout_path('paths = ["/a"]\n', P)
+    assert info.value.code == "config.register_failed"
+    assert "did not parse to the old data plus the new value" in info.value.message
+
+
+def test_text_tomlkit_cannot_reproduce_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tomlkit releases before 0.15 rendered ``{a="x" , b = 1}`` as ``{a="x",  b = 1}``:
+    a parse that does not render back to the very same text is refused, never written."""
+    import tomlkit
+
+    real = tomlkit.parse
+    monkeypatch.setattr(tomlkit, "parse", lambda text: real(text.replace(" ,", ",")))
+    with pytest.raises(ConfigError) as info:
+        add_checkout_path('paths = ["/a" , "/b"]\n', P)
+    assert "does not reproduce its text byte for byte" in info.value.message
+
+
+def test_edit_that_changes_existing_text_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only insertions: an edit that would drop a comment (same data) is refused."""
+    real = toml_layout.insert_root_line
+
+    def drop_comment(doc: Any, text: str, line: str) -> None:
+        doc.body[0][1].trivia.comment = ""
+        doc.body[0][1].trivia.comment_ws = ""
+        real(doc, text, line)
+
+    monkeypatch.setattr(toml_layout, "insert_root_line", drop_comment)
+    with pytest.raises(ConfigError) as info:
+        add_checkout_path('memory = []  # mine\n', P)
+    assert "changed or removed some of its text" in info.value.message
+
+
+@pytest.mark.parametrize("depth", [150, 3000])
+def test_deep_nesting_is_a_config_error(depth: int) -> None:
+    """Nested deeper than tomlkit's limit (100 levels), or than tomllib can recurse:
+    refused with a message naming the file, never a RecursionError."""
+    old = 'paths = ["/a"]\nx = ' + "[" * depth + "]" * depth + "\n"
+    for edit in (add_checkout_path, add_memory_reference):
+        with pytest.raises(ConfigError) as info:
+            edit(old, P, filename="/ws/projects/demo/agent.toml")
+        assert "/ws/projects/demo/agent.toml" in info.value.message
+        assert "nested" in info.value.message
+
+
+def test_recursion_while_editing_is_a_config_error() -> None:
+    """A document that parses near the top of the stack but not deeper down, where the
+    edit runs, is refused — not a RecursionError."""
+    import sys
+
+    depth = 60
+    old = 'paths = ["/a"]\nx = ' + "[" * depth + "]" * depth + "\n"
+    tomllib.loads(old)
+
+    def nested(n: int) -> str:
+        return nested(n - 1) if n else add_checkout_path(old, P)
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(__import__("inspect").stack()) + 150)
+    try:
+        with pytest.raises(ConfigError) as info:
+            nested(60)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert "nested too deeply" in info.value.message
+
+
+def test_recursion_past_the_first_parse_is_a_config_error() -> None:
+    """tomllib parses the text, then tomlkit (or the re-parse) runs out of stack: still a
+    configuration error naming the edit, not a RecursionError."""
+    import inspect
+    import sys
+
+    old = 'paths = ["/a"]\nx = ' + "[" * 90 + "]" * 90 + "\n"
+    limit = sys.getrecursionlimit()
+    base = len(inspect.stack())
+    messages = []
+    try:
+        for extra in range(100, 1000, 10):
+            sys.setrecursionlimit(base + extra)
+            try:
+                add_checkout_path(old, P)
+            except ConfigError as exc:
+                messages.append(exc.message)
+                continue
+            finally:
+                sys.setrecursionlimit(limit)
+            break
+    finally:
+        sys.setrecursionlimit(limit)
+    assert any("nested too deeply to parse" in m for m in messages)
+    assert any("nested too deeply to edit safely" in m for m in messages)
+
+
 # -- escaping -----------------------------------------------------------------------------
 
 
@@ -321,6 +533,13 @@ def test_unrepresentable_path_is_refused() -> None:
     with pytest.raises(ConfigError) as info:
         add_checkout_path("paths = []\n", os.fsdecode(b"/tmp/\xff"))
     assert info.value.code == "config.register_failed"
+
+
+def test_paths_table_without_a_header_of_its_own_is_refused() -> None:
+    """``[paths.sub]`` alone makes ``paths`` a table with no place for a new key."""
+    with pytest.raises(ConfigError) as info:
+        add_checkout_path("[paths.sub]\nx = 1\n", P)
+    assert "no [paths] header, inline table or dotted keys" in info.value.message
 
 
 @pytest.mark.parametrize(
@@ -598,3 +817,181 @@ def test_any_document_written_by_tomli_w(
     else:
         label = next(f"path_{n}" for n in range(1, 10) if f"path_{n}" not in before["paths"])
         assert data["paths"] == {**before["paths"], label: path}
+
+
+def test_not_a_regular_file_is_refused(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "agent.toml")
+    with pytest.raises(ConfigError) as info:
+        register_checkout(str(tmp_path / "agent.toml"), P, expected_sha256=sha(b""))
+    assert info.value.code == "config.register_failed"
+    assert "a FIFO" in info.value.message
+    assert listing(tmp_path) == ["agent.toml"]
+
+
+def test_owner_that_cannot_be_kept_is_refused_before_any_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rewriting agent.toml must keep its owner; a user who could not ``fchown`` the new
+    file is refused up front — at planning (check_registration) and at the write."""
+    config = write_config(tmp_path)
+    data = config.read_bytes()
+    os.chown(config, 4242, 4242)
+    before = snapshot(tmp_path)
+    monkeypatch.setattr(config_edit.os, "geteuid", lambda: 1000)
+    for attempt in (
+        lambda: config_edit.check_registration(str(config), P),
+        lambda: register_checkout(str(config), P, expected_sha256=sha(data)),
+    ):
+        with pytest.raises(ConfigError) as info:
+            attempt()
+        assert info.value.code == "config.register_failed"
+        assert "owner and group (4242:4242)" in info.value.message
+    assert snapshot(tmp_path) == before
+
+
+def test_owner_kept_when_the_user_owns_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = write_config(tmp_path)
+    st_before = config.stat()
+    monkeypatch.setattr(config_edit.os, "geteuid", lambda: st_before.st_uid or 1000)
+    if st_before.st_uid == 0:
+        os.chown(config, 1000, os.getegid())
+    assert P in config_edit.check_registration(str(config), P).decode()
+
+
+# -- planning a registration ([E9], [K4]) -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "home", "written"),
+    [
+        ("/home/u/code/demo", "/home/u", "~/code/demo"),
+        ("/home/u/code/demo", "/home/u/", "~/code/demo"),
+        ("/home/u", "/home/u", "~"),
+        ("/home/user2/demo", "/home/u", "/home/user2/demo"),
+        ("/srv/demo", "/home/u", "/srv/demo"),
+        ("/srv/demo", "/", "/srv/demo"),
+        ("/srv/demo", None, "/srv/demo"),
+        ("/srv/demo", "", "/srv/demo"),
+        ("/home/u/a b/ü", "/home/u", "~/a b/ü"),
+    ],
+)
+def test_registered_form(path: str, home: str | None, written: str) -> None:
+    assert config_edit.registered_form(path, home) == written
+    if written.startswith("~"):
+        from aikito_mem.discovery import expand_home
+
+        assert expand_home(written, home) in (path, path + "/")
+
+
+def test_check_registration_returns_the_bytes_the_registration_writes(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    before = snapshot(tmp_path)
+    planned = config_edit.check_registration(str(config), P)
+    assert snapshot(tmp_path) == before
+    register_checkout(str(config), P, expected_sha256=sha(config.read_bytes()))
+    assert config.read_bytes() == planned
+
+
+def test_check_registration_refuses_what_the_registration_refuses(tmp_path: Path) -> None:
+    real = tmp_path / "real.toml"
+    real.write_text(CONFIG)
+    (tmp_path / "agent.toml").symlink_to(real)
+    with pytest.raises(ConfigError) as info:
+        config_edit.check_registration(str(tmp_path / "agent.toml"), P)
+    assert "symlink" in info.value.message and "real.toml" in info.value.message
+    with pytest.raises(ConfigError):
+        config_edit.check_registration(str(tmp_path / "missing" / "agent.toml"), P)
+    with pytest.raises(ConfigError):
+        config_edit.check_registration(str(tmp_path / "gone.toml"), P)
+    with pytest.raises(ConfigError) as info:
+        config_edit.check_registration(str(real), os.fsdecode(b"/srv/\xff"))
+    assert "not valid Unicode" in info.value.message
+
+
+# -- tomlkit is imported only by the code that edits (§11) --------------------------------
+
+
+def _imported_modules(*args: str, cwd: str | None = None) -> tuple[int, set[str]]:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "aikito_mem", *args],
+                          capture_output=True, text=True, cwd=cwd, timeout=120)
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()
+                if line.startswith("import time:")}
+    return proc.returncode, imported
+
+
+def test_tomlkit_is_imported_only_when_editing(tmp_path: Path) -> None:
+    """``--version``, a plain sync and a dry run of an already-registered checkout never
+    import tomlkit; a dry run that plans a registration does (the test can tell)."""
+    from tests.conftest import WS
+
+    ws = WS(tmp_path)
+    ws.add_file("a.md", "a")
+    co = ws.checkout("co")
+    ws.write_config("demo", memory=["a.md"], paths=[co])
+    new = ws.checkout("new")
+    sync = ["--workspace", ws.root, "sync", "project", "demo"]
+    for args in (["--version"], [*sync], [*sync, "--dry-run"], [*sync, co, "--dry-run"],
+                 [*sync, co, "--check"], [*sync, co]):
+        code, imported = _imported_modules(*args)
+        assert code == 0, args
+        assert "tomlkit" not in imported, args
+    code, imported = _imported_modules(*sync, new, "--dry-run")
+    assert code == 0
+    assert "tomlkit" in imported
+
+
+def test_checkout_under_home_is_registered_as_tilde(tmp_path: Path) -> None:
+    """[K4] with a portable value: a checkout under the home directory is written as
+    ``~/…`` (one agent.toml serves every machine); the dry run announces exactly that
+    value, and the next sync finds the checkout registered."""
+    from tests.conftest import WS
+
+    ws = WS(tmp_path)
+    ws.add_file("a.md", "a")
+    config = ws.write_config("demo", raw='memory = ["a.md"]  # refs\n')
+    home = os.environ["HOME"]
+    co = f"{home}/code/demo"
+    os.makedirs(co)
+    plan = ws.project("demo").plan(co)
+    assert plan.register == "~/code/demo"
+    assert Path(config).read_text() == 'memory = ["a.md"]  # refs\n'
+    result = ws.project("demo").sync(co)
+    assert result.registered
+    assert Path(config).read_text() == 'memory = ["a.md"]  # refs\npaths = ["~/code/demo"]\n'
+    again = ws.project("demo").plan(co)
+    assert again.register is None and not again.has_changes
+    outside = ws.checkout("elsewhere")
+    assert ws.project("demo").plan(outside).register == outside
+
+
+def test_too_large_file_is_refused(tmp_path: Path) -> None:
+    config = tmp_path / "agent.toml"
+    with open(config, "wb") as f:
+        f.truncate(fsutil.MAX_READ + 1)  # sparse: costs nothing
+    with pytest.raises(ConfigError) as info:
+        register_checkout(str(config), P, expected_sha256=sha(b""))
+    assert "larger than" in info.value.message
+    assert config.stat().st_size == fsutil.MAX_READ + 1
+    assert listing(tmp_path) == ["agent.toml"]
+
+
+def test_no_registration_starts_after_a_signal(tmp_path: Path) -> None:
+    """[E5]: a SIGTERM received before the write (recorded, not raised, outside a wait)
+    stops the registration before its temporary file is created."""
+    import signal
+
+    from aikito_mem import signals
+    from aikito_mem.errors import InterruptedError_
+
+    config = write_config(tmp_path)
+    before = snapshot(tmp_path)
+    with signals.installed():
+        os.kill(os.getpid(), signal.SIGTERM)
+        with pytest.raises(InterruptedError_):
+            register_checkout(str(config), P, expected_sha256=sha(config.read_bytes()))
+    assert snapshot(tmp_path) == before
