@@ -150,6 +150,12 @@ def _parse_toml(text: str, config_path: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------- [C6] keys
 
 
+def toml_document(data: bytes, path: str) -> dict[str, Any]:
+    """``data`` (a TOML file's bytes) as a table, or a :class:`ConfigError` naming ``path``,
+    line and column ([C1]).  Shared by ``agent.toml`` and the agent registry ([G3])."""
+    return _parse_toml(_decode(data, path), path)
+
+
 def _edit_distance(a: str, b: str) -> int:
     """Optimal-string-alignment (Damerau–Levenshtein) distance."""
     prev2: list[int] = []

@@ -106,7 +106,7 @@ def _type_name(value: object) -> str:
 
 
 def _clean_path(value: object, file: str, key: str) -> str:
-    from aikito_mem.config import reference_problem
+    from aikito_mem.names import reference_problem
 
     if not isinstance(value, str):
         raise _error(file, key, f"is {_type_name(value)}; expected a string",
@@ -151,13 +151,13 @@ def _parse_detect(value: object, file: str, agent: str) -> Detect:
 
 def parse_agent_file(name: str, data: bytes, file: str) -> AgentEntry:
     """One registry file's bytes → :class:`AgentEntry` ([G3]).  Pure."""
-    from aikito_mem.config import _decode, _parse_toml
+    from aikito_mem.config import toml_document
 
     if AGENT_NAME.match(name) is None:
         raise _error(file, "the file name", f"gives the agent name {name!r}, which is not valid",
                      "name registry files <agent>.toml with lower-case letters, digits, "
                      "'.', '_' or '-', starting with a letter or digit")
-    doc = _parse_toml(_decode(data, file), file)
+    doc = toml_document(data, file)
     for key in _KNOWN:
         if key in doc:
             raise _error(file, key, f"is written outside [agents.{name}]",
