@@ -237,3 +237,18 @@ def test_status_writes_nothing(tmp_path: Path) -> None:
         assert res.exit_code == 1
     assert snapshot(tmp_path) == before
     assert not (b / ".agents").exists()
+
+
+def test_names_that_are_not_utf8_are_printed_escaped(tmp_path: Path) -> None:
+    """A project directory whose name is not UTF-8: the text shows the raw byte
+    (``\\xff``), the JSON escapes it — never a UnicodeEncodeError."""
+    ws = make_ws(tmp_path)
+    odd = os.fsdecode(bytes(ws) + b"/projects/p\xff")
+    os.mkdir(odd)
+    with open(os.path.join(odd, "agent.toml"), "w") as f:
+        f.write("memory = []\n")
+    text = status(ws)
+    assert text.exit_code == 0, text.output
+    assert "p\\xff" in text.stdout
+    d, code = doc(ws)
+    assert code == 0 and [p["name"] for p in d["projects"]] == ["p\udcff"]
