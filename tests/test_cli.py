@@ -662,3 +662,17 @@ def test_explicit_path_must_be_an_existing_directory(env: Env, kind: str) -> Non
         assert not os.path.lexists(target)
     assert hashlib.sha256(env.cfg.read_bytes()).hexdigest() == digest
     assert not env.mem().exists()
+
+
+def test_version_imports_only_the_command_line_modules() -> None:
+    """§12 start-up: of this package, ``aikito --version`` imports the command line
+    modules (click-only) and nothing else — no room of the engine, no render, no errors."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "aikito_mem", "--version"],
+                          capture_output=True, text=True, check=True, timeout=60)
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()
+                if line.startswith("import time:")}
+    ours = {name for name in imported if name.split(".")[0] == "aikito_mem"}
+    assert "aikito_mem.cli" in ours
+    assert all(name in ("aikito_mem", "aikito_mem.__main__", "aikito_mem.cli")
+               or name.startswith("aikito_mem.cli.") for name in ours), sorted(ours)
+    assert not {"attr", "attrs", "signal", "json"} & imported

@@ -373,3 +373,64 @@ def test_a_very_deep_memory_tree_is_checked_without_recursion(tmp_path: Path) ->
     [deep] = [c for p, c in by_path.items() if p and p.endswith("/d/MEMORY.md")]
     assert deep.status == "error"
     assert by_path[str(ws / "memory" / "loop" / "MEMORY.md")].status == "warning"
+
+
+FAKE_GIT = """#!/bin/sh
+# A git that answers "inside a work tree" and blocks on the question named by $BLOCK_ON.
+for arg in "$@"; do
+  case "$arg" in "$BLOCK_ON") exec sleep 600 ;; esac
+done
+case "$*" in
+  *--is-inside-work-tree*) echo true ;;
+  *check-ignore*) exit 1 ;;
+  *--git-path*) echo .git/info/exclude ;;
+esac
+"""
+
+
+@pytest.mark.parametrize("question", ["--is-inside-work-tree", "check-ignore", "--git-path"])
+def test_a_git_that_blocks_is_a_finding_for_its_checkout(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, question: str) -> None:
+    """``doctor`` died with a ``TimeoutExpired`` traceback when a git call blocked (only
+    the first question was guarded): each question has a time limit, and a git that does
+    not answer is a warning for that checkout; every other check still runs."""
+    import aikito_mem.doctor
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "git"
+    fake.write_text(FAKE_GIT)
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("BLOCK_ON", question)
+    monkeypatch.setattr(aikito_mem.doctor, "GIT_TIMEOUT", 0.2)
+    co = tmp_path / "co"
+    co.mkdir()
+    ws = make_ws(tmp_path, [co])
+    res = doctor(ws, "--json")
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    [check] = [c for c in d["checks"] if c["id"] == "git.ignore"]
+    assert check["status"] == "warning"
+    assert "did not answer within 0.2 s" in check["message"]
+    assert question in check["message"] and str(co) in check["message"]
+    assert {"workspace.source", "memory.root", "project.config", "notes.dir"} <= {
+        c["id"] for c in d["checks"]}
+    text = doctor(ws)
+    assert "git did not answer" in text.stdout and "Traceback" not in text.output
+
+
+def test_a_checkout_path_the_system_refuses_is_a_config_error_of_its_project(
+        tmp_path: Path) -> None:
+    """A NUL in a ``paths`` entry: that project's ``project.config`` is an error; the other
+    projects are checked as usual."""
+    ws = make_ws(tmp_path)
+    (ws / "projects" / "nul").mkdir()
+    (ws / "projects" / "nul" / "agent.toml").write_text('paths = ["/srv/a\\u0000b"]\n')
+    report = run(str(ws))
+    configs = {c.project: c for c in checks(report, "project.config")}
+    assert configs["nul"].status == "error"
+    assert configs["demo"].status == "ok"
+    assert report.exit_code == 1
+    res = doctor(ws, "--json")
+    assert res.exit_code == 1 and json.loads(res.stdout)["error"] is None

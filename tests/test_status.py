@@ -252,3 +252,30 @@ def test_names_that_are_not_utf8_are_printed_escaped(tmp_path: Path) -> None:
     assert "p\\xff" in text.stdout
     d, code = doc(ws)
     assert code == 0 and [p["name"] for p in d["projects"]] == ["p\udcff"]
+
+
+def test_one_project_that_cannot_be_planned_does_not_hide_the_others(tmp_path: Path) -> None:
+    """A NUL in a ``paths`` entry (valid TOML ``"\\u0000"``) made the whole listing a
+    traceback: that project shows its error, every other project is listed."""
+    ws = make_ws(tmp_path)
+    co = tmp_path / "co"
+    co.mkdir()
+    project(ws, "demo", toml([co], REFS))
+    project(ws, "nul", 'paths = ["/srv/a\\u0000b"]\nmemory = []\n')
+    project(ws, "zeta", toml([], []))
+    Project.load("demo", str(ws)).sync()
+    d, code = doc(ws)
+    assert code == 1
+    by_name = {p["name"]: p for p in d["projects"]}
+    assert list(by_name) == ["demo", "nul", "zeta"]
+    assert set(by_name["nul"]) == {"name", "error"}
+    assert by_name["nul"]["error"]["code"] and by_name["nul"]["error"]["message"]
+    assert by_name["demo"]["checkouts"][0]["sync"]["in_sync"] is True
+    assert by_name["zeta"]["checkouts"] == []
+    text = status(ws)
+    assert text.exit_code == 1
+    lines = text.stdout.splitlines()
+    assert any(line.startswith("demo ") and "in sync" in line for line in lines)
+    assert any(line.startswith("nul ") and "cannot be read" in line for line in lines)
+    assert any(line.startswith("error: project nul:") for line in lines)
+    assert lines[-1] == "status: 3 projects, 1 with errors"

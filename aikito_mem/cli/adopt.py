@@ -47,6 +47,8 @@ class AdoptView:
     def interrupted(self, report: Document, error: InterruptedError_) -> Document:
         from aikito_mem.adopt import _error_doc
 
+        if report.get("outcome") == error.outcome:
+            return report  # already ended by the signal
         return _error_doc(dict(report), error)
 
 

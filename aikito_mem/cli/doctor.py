@@ -37,6 +37,10 @@ class DoctorView:
     def interrupted(self, report: DoctorReport, error: InterruptedError_) -> DoctorReport:
         import attrs
 
+        from aikito_mem.errors import InterruptedError_
+
+        if isinstance(report.error, InterruptedError_):
+            return report  # already ended by the signal
         return attrs.evolve(report, error=error)
 
 

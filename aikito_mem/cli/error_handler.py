@@ -62,7 +62,8 @@ class Handler(Generic[R]):
 
     def finish(self, report: R) -> NoReturn:
         """Print ``report`` and exit with its code — as interrupted when a signal arrived
-        and nothing has reported it yet."""
+        and nothing has reported it yet (a command that waited out its lock after SIGTERM
+        ends with 143, not 6)."""
         from aikito_mem import signals
 
         signum = signals.received()
@@ -134,7 +135,7 @@ def error_handler(view: View[R]) -> Iterator[Handler[R]]:
             error = _internal_error(exc)
         else:  # pragma: no cover - every command body ends with finish()
             return
-        emit(view.render(view.failed(error)))
+        Handler(view).finish(view.failed(error))
 
 
 # ------------------------------------------------------------------------------ output

@@ -35,6 +35,10 @@ class StatusView:
     def interrupted(self, report: StatusReport, error: InterruptedError_) -> StatusReport:
         import attrs
 
+        from aikito_mem.errors import InterruptedError_
+
+        if isinstance(report.error, InterruptedError_):
+            return report  # already ended by the signal
         return attrs.evolve(report, error=error)
 
 
