@@ -178,16 +178,59 @@ def test_a_signal_during_status_stops_the_listing(
     assert doc["error"]["code"] == "sync.interrupted"  # type: ignore[index]
 
 
-def test_a_signal_during_doctor(ws: WS, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_signal_during_doctor_is_not_a_project_error(
+        ws: WS, monkeypatch: pytest.MonkeyPatch) -> None:
     import signal
 
-    import aikito_mem.doctor
+    import aikito_mem.config
 
     _demo(ws)
-    _kill_before(monkeypatch, aikito_mem.doctor, "_notes_checks", signal.SIGTERM)
+    _kill_before(monkeypatch, aikito_mem.config, "load_project_config", signal.SIGTERM)
     code, doc, _ = _invoke(ws, "doctor", "--json")
     assert code == 143
     assert doc["error"]["code"] == "sync.interrupted"  # type: ignore[index]
+    assert doc["checks"] == []
+
+
+def test_a_signal_while_the_options_are_parsed_is_reported_by_the_command(
+        ws: WS, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The signal record is installed before a subcommand's options are parsed: a SIGINT
+    then still ends with the command's own JSON document, nothing written."""
+    import signal
+
+    from aikito_mem.cli.options import Seconds
+
+    co = _demo(ws)
+    _kill_before(monkeypatch, Seconds, "convert", signal.SIGINT)
+    code, doc, _ = _invoke(ws, "sync", "project", "demo", "--json", "--lock-timeout", "1")
+    assert (code, doc["outcome"]) == (130, "interrupted")
+    assert not os.path.lexists(f"{co}/.agents")
+
+
+def test_a_signal_after_planning_stops_the_plan_file_from_being_written(
+        ws: WS, monkeypatch: pytest.MonkeyPatch, tmp_path: os.PathLike[str]) -> None:
+    """A signal that lands just after planning (outside the interruptible region) is
+    checked before the one write of a dry run: no plan file, exit 143."""
+    import contextlib
+    import signal
+    from collections.abc import Iterator
+
+    from aikito_mem import signals
+
+    _demo(ws)
+    real = signals.interruptible
+
+    @contextlib.contextmanager
+    def then_a_signal() -> Iterator[None]:
+        with real():
+            yield
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(signals, "interruptible", then_a_signal)
+    out = f"{tmp_path}/plan.toml"
+    code, doc, _ = _invoke(ws, "sync", "project", "demo", "--dry-run", "--out", out, "--json")
+    assert (code, doc["outcome"]) == (143, "interrupted")
+    assert not os.path.lexists(out)
 
 
 def test_a_signal_then_an_error_ends_with_the_signal(
