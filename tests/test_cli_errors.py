@@ -126,19 +126,53 @@ def _kill_before(monkeypatch: pytest.MonkeyPatch, owner: object, attr: str,
 
 def test_a_signal_while_planning_a_dry_run_ends_it_at_once(
         ws: WS, monkeypatch: pytest.MonkeyPatch, tmp_path: os.PathLike[str]) -> None:
-    """[E5]: SIGTERM while planning — 143, the sync document (outcome ``interrupted``),
-    and nothing written: not even the plan file of ``--out``."""
+    """[E5]: SIGTERM while planning stops the planning at once — 143, the sync document
+    (outcome ``interrupted``), and nothing written: not even the plan file of ``--out``."""
     import signal
 
     from aikito_mem.api import Project
 
     co = _demo(ws)
-    _kill_before(monkeypatch, Project, "plan", signal.SIGTERM)
-    out = f"{tmp_path}/plan.toml"
-    code, doc, _ = _invoke(ws, "sync", "project", "demo", "--dry-run", "--out", out, "--json")
-    assert (code, doc["outcome"], doc["project"]) == (143, "interrupted", "demo")
-    assert doc["workspace"] == ws.root
-    assert not os.path.lexists(out) and not os.path.lexists(f"{co}/.agents")
+    real = Project.plan
+    planned: list[object] = []
+
+    def plan(self: Project, *args: object, **kwargs: object) -> object:
+        os.kill(os.getpid(), signal.SIGTERM)
+        planned.append(real(self, *args, **kwargs))  # type: ignore[arg-type]
+        return planned[-1]
+
+    monkeypatch.setattr(Project, "plan", plan)
+    for extra in ([], ["--out", f"{tmp_path}/plan.toml"]):
+        code, doc, _ = _invoke(ws, "sync", "project", "demo", "--dry-run", "--json", *extra)
+        assert (code, doc["outcome"], doc["project"]) == (143, "interrupted", "demo")
+        assert doc["workspace"] == ws.root
+        assert planned == []  # the planner did not go on after the signal
+    assert not os.path.lexists(f"{tmp_path}/plan.toml")
+    assert not os.path.lexists(f"{co}/.agents")
+
+
+def test_every_command_installs_the_signal_record_itself(ws: WS) -> None:
+    """Run without the group (a command object called on its own), a command still turns
+    SIGTERM into 143 and its document — never a silent death."""
+    import subprocess
+    import sys
+
+    _demo(ws)
+    code = (
+        "import os, signal, sys\n"
+        "from aikito_mem.api import Project\n"
+        "real = Project.plan\n"
+        "def plan(self, *a, **k):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    return real(self, *a, **k)\n"
+        "Project.plan = plan\n"
+        "from aikito_mem.cli.status import status_cmd\n"
+        "status_cmd(['--json'], obj={'workspace': sys.argv[1]})\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, ws.root], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 143, proc.stderr
+    assert json.loads(proc.stdout)["error"]["code"] == "sync.interrupted"
 
 
 def test_a_signal_after_the_work_ends_the_run_as_interrupted(
@@ -330,18 +364,20 @@ def _aikito(ws: WS, *args: str) -> list[str]:
     return [sys.executable, "-m", "aikito_mem", "--workspace", ws.root, *args]
 
 
-def _into_a_closed_pipe(argv: list[str]) -> tuple[int, bytes]:
-    """Run ``argv`` with stdout a pipe whose reader has already gone."""
+def _into_a_closed_pipe(argv: list[str], stream: str = "stdout") -> tuple[int, bytes]:
+    """Run ``argv`` with ``stream`` a pipe whose reader has already gone; return the exit
+    code and what the other stream received."""
     import subprocess
 
     read, write = os.pipe()
     os.close(read)
+    other = "stderr" if stream == "stdout" else "stdout"
     try:
-        proc = subprocess.run(argv, stdout=write, stderr=subprocess.PIPE, timeout=120,
-                              check=False)
+        proc = subprocess.run(argv, timeout=120, check=False,
+                              **{stream: write, other: subprocess.PIPE})  # type: ignore[call-overload]
     finally:
         os.close(write)
-    return proc.returncode, proc.stderr
+    return proc.returncode, getattr(proc, other)
 
 
 @pytest.mark.parametrize("extra", [[], ["--json"], ["-v"]])
@@ -365,6 +401,13 @@ def test_a_reader_that_went_away_keeps_the_exit_code_and_stderr_of_a_blocked_syn
     code, stderr = _into_a_closed_pipe(_aikito(ws, "sync", "project", "demo"))
     assert code == 1
     assert stderr.startswith(b"aikito: ") and b"Traceback" not in stderr
+
+
+def test_a_closed_stderr_keeps_the_exit_code_of_an_error(ws: WS) -> None:
+    """The error message cannot be written either: the exit code is still the error's
+    own (4 here), not a crash while reporting it."""
+    code, stdout = _into_a_closed_pipe(_aikito(ws, "sync", "project", "nope"), "stderr")
+    assert (code, stdout) == (4, b"")
 
 
 def _holds_open(pid: int, path: str) -> bool:

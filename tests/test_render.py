@@ -66,6 +66,8 @@ def test_json_text_is_valid_json_in_any_encoding() -> None:
         assert json.loads(text) == doc
     latin = json_text({"name": "é"}, "iso-8859-15")
     assert "é" in latin
+    astral = json_text({"name": "ő 😀"}, "iso-8859-15")
+    assert astral.isascii() and json.loads(astral) == {"name": "ő 😀"}
 
 
 def test_message_lines_keep_listed_differences_and_escape_other_newlines() -> None:
@@ -268,25 +270,26 @@ def test_a_terminal_that_is_not_utf8_gets_every_line(ws: WS, encoding: str) -> N
     """The text report used to crash on ``—`` (and on any name the terminal's encoding
     cannot hold) after the links were created: a traceback and exit 1 for a sync that
     succeeded.  Every line is printed, with escapes for what the encoding lacks."""
-    ws.add_file("ő.md", "o")
+    name = "ő😀.md"
+    ws.add_file(name, "o")
     co = ws.checkout("co")
-    ws.write_config("demo", memory=["ő.md"], paths=[co])
+    ws.write_config("demo", memory=[name], paths=[co])
     proc = cli_process(ws, "sync", "project", "demo", encoding=encoding)
     assert proc.returncode == 0, proc.stderr
-    assert os.readlink(ws.runtime(co, "ő.md")) == ws.memory_path("ő.md")
+    assert os.readlink(ws.runtime(co, name)) == ws.memory_path(name)
     out = proc.stdout.decode(encoding)
     assert "project demo \\u2014 workspace" in out
-    assert "\\u0151.md" in out
+    assert "\\u0151\\U0001f600.md" in out
     assert out.splitlines()[-1] == "done: 1 change applied"
     assert proc.stderr == b""
     doc = json.loads(cli_process(ws, "sync", "project", "demo", "--json",
                                  encoding=encoding).stdout.decode(encoding))
-    assert doc["operations"][0]["target"] == ws.runtime(co, "ő.md")
+    assert doc["operations"][0]["target"] == ws.runtime(co, name)
     for command in ("status", "doctor"):
         proc = cli_process(ws, command, encoding=encoding)
         assert proc.returncode in (0, 1) and b"Traceback" not in proc.stderr, proc.stderr
         json.loads(cli_process(ws, command, "--json", encoding=encoding).stdout)
-    (Path(ws.root) / "memory" / "ő.md").unlink()
+    (Path(ws.root) / "memory" / name).unlink()
     blocked = cli_process(ws, "sync", "project", "demo", "--dry-run", encoding=encoding)
     assert blocked.returncode == 1 and b"Traceback" not in blocked.stderr
     assert blocked.stderr.decode(encoding).startswith("aikito: ")

@@ -26,7 +26,6 @@ Imports only ``click`` at start-up; the rooms it needs are imported when a comma
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Generic, NoReturn, Protocol, TypeVar
@@ -148,22 +147,6 @@ def _write(stream: IO[str], lines: tuple[str, ...]) -> None:
     stream.flush()
 
 
-def _silence(stream: IO[str]) -> None:
-    """Point a stream whose reader has gone at /dev/null, so that the interpreter's last
-    flush cannot fail (and print "Exception ignored …") either."""
-    try:
-        fd = stream.fileno()
-        null = os.open(os.devnull, os.O_WRONLY)
-    except (OSError, ValueError):
-        return
-    try:
-        os.dup2(null, fd)
-    except OSError:
-        pass
-    finally:
-        os.close(null)
-
-
 def emit(output: Output) -> NoReturn:
     """Write ``output`` (the document, or the text lines and the stderr lines) and exit
     with its exit code."""
@@ -176,10 +159,8 @@ def emit(output: Output) -> NoReturn:
         elif output.lines:
             _write(out, output.lines)
     except BrokenPipeError:
-        _silence(out)
+        pass  # the reader has gone: the rest of the report is dropped, the code is kept
     if output.errors:
-        try:
+        with contextlib.suppress(BrokenPipeError):
             _write(err, output.errors)
-        except BrokenPipeError:
-            _silence(err)
     sys.exit(output.exit_code)
