@@ -49,11 +49,6 @@ class SyncReport:
     #: The error the command ended with (its message goes to stderr).
     error: AikitoError | None = None
 
-    @property
-    def statuses_known(self) -> bool:
-        """Whether the executor reported a status per operation."""
-        return self.result is not None and bool(self.result.statuses)
-
 
 def dry_run_report(plan: Plan, *, check: bool = False) -> SyncReport:
     """The report of a plan that is only shown (``--dry-run``, ``--check``)."""

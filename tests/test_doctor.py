@@ -1,4 +1,4 @@
-"""``aikito doctor`` (issue 6): each check on real directories and real git repositories,
+"""``aikito doctor``: each check on real directories and real git repositories,
 the ``aikito.doctor/1`` document, exit codes, ``--strict``, and zero writes."""
 
 from __future__ import annotations

@@ -221,6 +221,61 @@ def test_doctor_prints_exactly_its_checks(ws: WS) -> None:
     ]
 
 
+def test_a_conflict_line_names_target_reason_and_remedy(world: WS) -> None:
+    co = f"{world.checkouts_dir}/co"
+    os.unlink(world.runtime(co, "glossary.md"))
+    with open(world.runtime(co, "glossary.md"), "w") as fh:
+        fh.write("mine\n")
+    res = run(world, "sync", "project", "demo", "--dry-run")
+    assert res.exit_code == 1
+    doc = json.loads(run(world, "sync", "project", "demo", "--dry-run", "--json").stdout)
+    (op,) = [o for o in doc["operations"] if o["action"] == "CONFLICT"]
+    assert op["target"] == world.runtime(co, "glossary.md") and op["target"] in op["remedy"]
+    bangs = [x for x in res.stdout.splitlines() if x.lstrip().startswith("!")]
+    assert bangs == [f"  ! {op['target']}: {op['reason']} ({op['remedy']})"]
+    assert res.stdout.splitlines()[-1] == (
+        "memory: 1 to create, 1 to unlink, 1 conflict, 0 unchanged, 2 skipped "
+        "(1 checkout offline)")
+    assert res.stderr == "aikito: 1 conflict blocks the plan; nothing would be written — " \
+        "resolve each as it says and run again\n"
+
+
+ANSI = "\x1b["
+
+
+@pytest.mark.parametrize("how", ["NO_COLOR", "--no-color", "not a tty"])
+def test_no_colour(world: WS, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    os.unlink(world.memory_path("team/a.md"))  # a conflict: a message on stderr too
+    args = ["sync", "project", "demo", "--dry-run"]
+    if how == "NO_COLOR":
+        monkeypatch.setenv("NO_COLOR", "1")
+        args.append("--color")  # NO_COLOR wins even over --color
+    elif how == "--no-color":
+        args.append("--no-color")
+    # color=True: the runner keeps escape codes, so their absence is the program's doing.
+    res = CliRunner().invoke(cli, ["--workspace", world.root, *args], color=True)
+    assert res.exit_code == 1
+    assert ANSI not in res.output, res.output
+
+
+def test_forced_colour(world: WS) -> None:
+    res = CliRunner().invoke(cli, ["--workspace", world.root, "sync", "project", "demo",
+                                   "--dry-run", "--color"], color=True)
+    assert ANSI in res.stdout
+
+
+def test_no_colour_in_a_real_process_writing_to_a_pipe(world: WS) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "aikito_mem", "--workspace", world.root, "sync", "project",
+         "demo", "--dry-run", "-v"],
+        capture_output=True, text=True, timeout=60,
+        env={**{k: v for k, v in os.environ.items() if k != "NO_COLOR"}, "TERM": "xterm"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert ANSI not in proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[-1] == "dry run: nothing was written"
+
+
 # --------------------------------------------------------------- names that inject lines
 
 

@@ -1,4 +1,4 @@
-"""``aikito status`` (issue 6): every state on real directories, the ``aikito.status/1``
+"""``aikito status``: every state on real directories, the ``aikito.status/1``
 document, the exit codes, and zero writes."""
 
 from __future__ import annotations
