@@ -216,10 +216,10 @@ def test_a_signal_during_doctor_is_not_a_project_error(
         ws: WS, monkeypatch: pytest.MonkeyPatch) -> None:
     import signal
 
-    import aikito_mem.config
+    import aikito_mem.projects
 
     _demo(ws)
-    _kill_before(monkeypatch, aikito_mem.config, "load_project_config", signal.SIGTERM)
+    _kill_before(monkeypatch, aikito_mem.projects, "load_project_config", signal.SIGTERM)
     code, doc, _ = _invoke(ws, "doctor", "--json")
     assert code == 143
     assert doc["error"]["code"] == "sync.interrupted"  # type: ignore[index]
@@ -323,7 +323,7 @@ def test_an_environment_failure_is_exit_5_with_the_commands_document(
     def unreadable(root: str) -> list[str]:
         raise OSError(errno.EIO, os.strerror(errno.EIO), f"{root}/projects")
 
-    monkeypatch.setattr("aikito_mem.config.list_projects", unreadable)
+    monkeypatch.setattr("aikito_mem.projects.list_projects", unreadable)
     exit_code, doc, _ = _invoke(ws, command, "--json")
     assert exit_code == 5
     assert doc["schema"] == f"aikito.{command}/1"

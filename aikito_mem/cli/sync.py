@@ -120,10 +120,8 @@ def _project(view: SyncView, workspace: str | None, name: str | None) -> Project
     view.project = name
     ws = resolve_workspace(workspace)
     view.workspace = ws.root  # named by the document even if agent.toml is broken
-    if name in (None, "."):
-        project = Project.for_directory(".", ws)  # a deleted cwd is a ConfigError there
-    else:
-        project = Project.load(name, ws)
+    # NAME omitted or ".": the current directory's project (a deleted one: ConfigError).
+    project = Project.for_directory(".", ws) if name in (None, ".") else Project.load(name, ws)
     view.project, view.workspace = project.name, project.workspace
     return project
 
