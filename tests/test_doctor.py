@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -434,3 +435,27 @@ def test_a_checkout_path_the_system_refuses_is_a_config_error_of_its_project(
     assert report.exit_code == 1
     res = doctor(ws, "--json")
     assert res.exit_code == 1 and json.loads(res.stdout)["error"] is None
+
+
+def test_checkout_paths_that_cannot_be_examined_are_an_error_of_their_project(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever stops the examination of one project's checkouts (a path the system
+    refuses) is that project's ``project.config`` error; doctor goes on."""
+    import aikito_mem.checkouts
+
+    ws = make_ws(tmp_path)
+    (ws / "projects" / "odd").mkdir()
+    (ws / "projects" / "odd" / "agent.toml").write_text("paths = []\n")
+    real = aikito_mem.checkouts.slots
+
+    def slots(config: Any, *args: Any, **kwargs: Any) -> Any:
+        if config.name == "odd":
+            raise ValueError("embedded null byte")
+        return real(config, *args, **kwargs)
+
+    monkeypatch.setattr(aikito_mem.checkouts, "slots", slots)
+    report = run(str(ws))
+    configs = {c.project: c for c in checks(report, "project.config")}
+    assert configs["odd"].status == "error" and "embedded null byte" in configs["odd"].message
+    assert configs["demo"].status == "ok"
+    assert report.exit_code == 1

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner, Result
 
 from aikito_mem.api import Project
@@ -279,3 +280,30 @@ def test_one_project_that_cannot_be_planned_does_not_hide_the_others(tmp_path: P
     assert any(line.startswith("nul ") and "cannot be read" in line for line in lines)
     assert any(line.startswith("error: project nul:") for line in lines)
     assert lines[-1] == "status: 3 projects, 1 with errors"
+
+
+@pytest.mark.parametrize("failure", [ValueError("embedded null byte"),
+                                     OSError(5, "Input/output error", "/srv/x")])
+def test_a_project_whose_plan_fails_is_listed_with_its_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: Exception) -> None:
+    """Whatever stops one project's plan (a path the system refuses, a directory that
+    cannot be read) is that project's error; the listing goes on."""
+    ws = make_ws(tmp_path)
+    project(ws, "demo", toml([], REFS))
+    project(ws, "odd", toml([], []))
+    real = Project.plan
+
+    def plan(self: Project, *args: Any, **kwargs: Any) -> Any:
+        if self.name == "odd":
+            raise failure
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Project, "plan", plan)
+    d, code = doc(ws)
+    assert code == 1
+    by_name = {p["name"]: p for p in d["projects"]}
+    assert by_name["demo"]["checkouts"] == []
+    expected = "status.invalid_path" if isinstance(failure, ValueError) else "status.os_error"
+    assert by_name["odd"]["error"]["code"] == expected
+    words = "embedded null byte" if isinstance(failure, ValueError) else "Input/output error"
+    assert words in by_name["odd"]["error"]["message"]
