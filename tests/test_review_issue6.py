@@ -1,4 +1,4 @@
-"""Review of issue 6 (adopt): regressions for the bugs the review found.
+"""`aikito adopt`: regressions for bugs found on real directories.
 
 Each test reproduces one bug on real directories (tmpfs where needed)."""
 
