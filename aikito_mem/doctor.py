@@ -2,19 +2,24 @@
 
 Doctor writes nothing: directories are checked with ``stat`` and ``os.access`` (never by
 creating a file), and git is asked read-only questions (``rev-parse``, ``check-ignore``)
-with ``GIT_OPTIONAL_LOCKS=0``.  Unlike the sync engine, which never reads a source, doctor
-reads the contents of ``MEMORY.md`` index files: checking an index is its job.
+with ``GIT_OPTIONAL_LOCKS=0``, each within :data:`GIT_TIMEOUT` seconds.  Unlike the sync
+engine, which never reads a source, doctor reads the contents of ``MEMORY.md`` index
+files: checking an index is its job.  :func:`run` returns a frozen :class:`DoctorReport`;
+:mod:`aikito_mem.render.doctor` turns it into text and into the ``aikito.doctor/1``
+document.
 
 Checks (ids are stable; see docs/commands.md):
 
 - ``workspace.source`` — which source resolved the workspace and that it does not depend on
   the current directory;
 - ``memory.root`` — ``<ws>/memory`` exists, is a directory, is writable;
-- ``project.config`` — each ``agent.toml`` loads (its warnings are reported too);
+- ``project.config`` — each ``agent.toml`` loads (its warnings are reported too) and its
+  checkout paths can be examined;
 - ``notes.dir`` — each project's notes directory exists, is a directory, is writable;
 - ``notes.legacy`` — legacy notes next to current ones (a migration hint);
 - ``index.links`` — every Markdown link of each ``MEMORY.md`` resolves, none is listed twice;
-- ``git.ignore`` — git ignores ``.agents/memory`` in each active checkout that is a work tree.
+- ``git.ignore`` — git ignores ``.agents/memory`` in each active checkout that is a work
+  tree (a git that does not answer in time is a warning for that checkout).
 """
 
 from __future__ import annotations
@@ -28,16 +33,27 @@ from typing import Any
 
 import attrs
 
-from aikito_mem.errors import EXIT_CONFIG, EXIT_CONFLICT, EXIT_OK, AikitoError, ConfigError
+from aikito_mem.errors import (
+    EXIT_CONFLICT,
+    EXIT_OK,
+    AikitoError,
+    ConfigError,
+    InterruptedError_,
+    exit_code_for,
+)
+from aikito_mem.model import Severity
+from aikito_mem.planner import MEMORY_DIR
 
-SCHEMA = "aikito.doctor/1"
 CONTRACT_VERSION = 1
-OK, WARNING, ERROR = "ok", "warning", "error"
+OK, WARNING, ERROR = Severity.OK, Severity.WARNING, Severity.ERROR
 INDEX_NAME = "MEMORY.md"
 #: The line doctor asks users to add to ``.git/info/exclude``.
-EXCLUDE_LINE = ".agents/memory/"
+EXCLUDE_LINE = f"{MEMORY_DIR}/"
 #: Largest index file read (bytes); a bigger one is reported, not read.
 MAX_INDEX_BYTES = 4 << 20
+#: Seconds one git question may take; a git that blocks (a hung network filesystem, a
+#: lock) is reported for its checkout instead of stopping doctor.
+GIT_TIMEOUT = 10.0
 
 # [title](target) or [title](target "title"); images (![..](..)) match too.
 _LINK = re.compile(
@@ -55,15 +71,34 @@ class Check:
     """One finding of doctor."""
 
     id: str
-    status: str
+    status: Severity
     message: str
     remedy: str | None = None
     path: str | None = None
     project: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "status": self.status, "message": self.message,
-                "remedy": self.remedy, "path": self.path, "project": self.project}
+
+@attrs.frozen
+class DoctorReport:
+    """Every check of one ``aikito doctor`` run."""
+
+    workspace: str | None
+    #: How the workspace was found: ``option``, ``AIKITO_DIR``, ``pointer file``, ``default``.
+    workspace_source: str | None
+    strict: bool
+    checks: tuple[Check, ...] = ()
+    #: The error that ended the command (workspace unusable, a signal).
+    error: AikitoError | None = None
+
+    def count(self, status: Severity) -> int:
+        return sum(1 for c in self.checks if c.status is status)
+
+    @property
+    def exit_code(self) -> int:
+        if self.error is not None:
+            return exit_code_for(self.error)
+        failing = self.count(ERROR) + (self.count(WARNING) if self.strict else 0)
+        return EXIT_CONFLICT if failing else EXIT_OK
 
 
 # --------------------------------------------------------------------------------- checks
@@ -94,7 +129,7 @@ def _workspace_check(ws: Any, environ: Mapping[str, str]) -> Check:
 
 
 def _dir_check(check_id: str, path: str, what: str, *, project: str | None,
-               missing: str, missing_remedy: str) -> Check:
+               missing: Severity, missing_remedy: str) -> Check:
     """Exists, is a directory (a symlink to one is followed), is writable — no write."""
     try:
         st = os.stat(path)
@@ -227,38 +262,52 @@ def _git(args: list[str], cwd: str) -> subprocess.CompletedProcess[str]:
     # Paths git prints are bytes: decode them as the os module does.
     return subprocess.run(["git", "-c", "core.fsmonitor=false", "-C", cwd, *args],
                           capture_output=True, text=True, errors="surrogateescape",
-                          env=env, timeout=30, check=False)
+                          env=env, timeout=GIT_TIMEOUT, check=False)
 
 
 def check_git_ignore(checkout: str, project: str, label: str) -> Check | None:
-    """Whether git ignores ``.agents/memory`` in ``checkout``; ``None`` outside git."""
+    """Whether git ignores ``.agents/memory`` in ``checkout``; ``None`` outside git.  A git
+    that is missing, cannot run or does not answer within :data:`GIT_TIMEOUT` is a finding
+    for this checkout, never the end of doctor."""
+    where = f"checkout {label} ({checkout})"
     try:
-        inside = _git(["rev-parse", "--is-inside-work-tree"], checkout)
+        return _git_ignore(checkout, project, where)
     except FileNotFoundError:
-        return Check("git.ignore", OK, f"checkout {label} ({checkout}): git is not installed; "
-                     "not checked", path=checkout, project=project)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return Check("git.ignore", WARNING, f"checkout {label} ({checkout}): git could not be "
-                     f"run ({exc})", path=checkout, project=project)
+        return Check("git.ignore", OK, f"{where}: git is not installed; not checked",
+                     path=checkout, project=project)
+    except subprocess.TimeoutExpired as exc:
+        question = " ".join(str(a) for a in exc.cmd[5:]) if isinstance(exc.cmd, list) else ""
+        return Check("git.ignore", WARNING,
+                     f"{where}: git did not answer within {GIT_TIMEOUT:g} s (git {question}); "
+                     "not checked",
+                     remedy=f"check that git works there: git -C '{checkout}' status",
+                     path=checkout, project=project)
+    except OSError as exc:
+        return Check("git.ignore", WARNING, f"{where}: git could not be run ({exc})",
+                     path=checkout, project=project)
+
+
+def _git_ignore(checkout: str, project: str, where: str) -> Check | None:
+    inside = _git(["rev-parse", "--is-inside-work-tree"], checkout)
     if inside.returncode != 0 or inside.stdout.strip() != "true":
         return None
     # The trailing slash lets a directory pattern match before .agents/memory exists.
-    ignored = _git(["check-ignore", "-q", f"{EXCLUDE_LINE}"], checkout)
+    ignored = _git(["check-ignore", "-q", EXCLUDE_LINE], checkout)
     if ignored.returncode == 0:
-        return Check("git.ignore", OK, f"checkout {label} ({checkout}): git ignores "
-                     ".agents/memory", path=checkout, project=project)
+        return Check("git.ignore", OK, f"{where}: git ignores {MEMORY_DIR}", path=checkout,
+                     project=project)
     if ignored.returncode != 1:
         why = ignored.stderr.strip() or f"exit {ignored.returncode}"
-        return Check("git.ignore", WARNING, f"checkout {label} ({checkout}): git check-ignore "
-                     f"failed ({why})", path=checkout, project=project)
-    where = _git(["rev-parse", "--git-path", "info/exclude"], checkout)
-    exclude = where.stdout.strip() if where.returncode == 0 and where.stdout.strip() else \
+        return Check("git.ignore", WARNING, f"{where}: git check-ignore failed ({why})",
+                     path=checkout, project=project)
+    found = _git(["rev-parse", "--git-path", "info/exclude"], checkout)
+    exclude = found.stdout.strip() if found.returncode == 0 and found.stdout.strip() else \
         ".git/info/exclude"
     exclude = os.path.normpath(os.path.join(checkout, exclude))
     return Check(
         "git.ignore", WARNING,
-        f"checkout {label} ({checkout}): git does not ignore .agents/memory — its links "
-        "(absolute paths of this machine) show up in git status and can be committed",
+        f"{where}: git does not ignore {MEMORY_DIR} — its links (absolute paths of this "
+        "machine) show up in git status and can be committed",
         remedy=f"add the line {EXCLUDE_LINE} to {exclude}: "
         f"echo '{EXCLUDE_LINE}' >> '{exclude}'",
         path=exclude, project=project,
@@ -301,41 +350,67 @@ def _notes_checks(ws_root: str, name: str) -> list[Check]:
 # ---------------------------------------------------------------------------------- run
 
 
-def run(workspace: str | None, *, strict: bool = False,
-        environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Every check; the whole ``aikito.doctor/1`` document (``exit_code`` included)."""
+def _project_checks(config: Any, ws_root: str, observer: Any,
+                    indexes: dict[str, str | None]) -> tuple[list[Check], list[Check]]:
+    """The checks of one loaded project, and its git checks (listed last)."""
     from aikito_mem import checkouts as _checkouts
-    from aikito_mem.discovery import resolve_workspace
     from aikito_mem.model import CheckoutState
+
+    name = config.name
+    checks: list[Check] = []
+    git_checks: list[Check] = []
+    try:
+        slots = _checkouts.slots(config, observer)
+    except (OSError, ValueError) as exc:  # a path the system refuses (NUL byte, …)
+        slots = ()
+        checks.append(Check("project.config", ERROR,
+                            f"{name}: the checkout paths of {config.config_path} cannot be "
+                            f"examined: {exc}", remedy="fix the paths in agent.toml",
+                            path=config.config_path, project=name))
+    warnings = [f for f in config.findings if f.severity == WARNING]
+    for f in warnings:
+        checks.append(Check("project.config", WARNING, f"{name}: {f.message}",
+                            path=f.path or config.config_path, project=name))
+    if not warnings and not checks:
+        checks.append(Check("project.config", OK, f"{config.config_path} is valid",
+                            path=config.config_path, project=name))
+    checks.extend(_notes_checks(ws_root, name))
+    current = f"{ws_root}/projects/{name}/memory/notes"
+    if os.path.isdir(current) and not os.path.islink(current):
+        for index in _index_files(current):
+            indexes.setdefault(index, name)
+    for slot in slots:
+        if slot.state is not CheckoutState.ACTIVE:
+            continue
+        found = check_git_ignore(slot.path, name, slot.label)
+        if found is not None:
+            git_checks.append(found)
+    return checks, git_checks
+
+
+def run(workspace: str | None, *, strict: bool = False,
+        environ: Mapping[str, str] | None = None) -> DoctorReport:
+    """Every check of the workspace (``None``: discovery).  Writes nothing."""
+    from aikito_mem.discovery import resolve_workspace
     from aikito_mem.observe import Observer
     from aikito_mem.projects import list_projects, load_project_config
 
     env = os.environ if environ is None else environ
-    doc: dict[str, Any] = {"schema": SCHEMA, "contract_version": CONTRACT_VERSION,
-                           "workspace": None, "workspace_source": None, "strict": strict,
-                           "exit_code": EXIT_OK, "summary": {OK: 0, WARNING: 0, ERROR: 0},
-                           "checks": [], "error": None}
-    checks: list[Check] = []
     try:
         ws = resolve_workspace(workspace, environ=environ)
         names = list_projects(ws.root)
     except ConfigError as exc:
-        err = exc.to_json()
-        if exc.path:
-            err["path"] = exc.path
-        doc["error"] = err
-        doc["checks"] = [Check("workspace.source", ERROR, exc.message, path=exc.path).to_json()]
-        doc["summary"][ERROR] = 1
-        doc["exit_code"] = EXIT_CONFIG
-        return doc
-    doc["workspace"], doc["workspace_source"] = ws.root, ws.found_via
-    checks.append(_workspace_check(ws, env))
-
+        return DoctorReport(None, None, strict,
+                            (Check("workspace.source", ERROR, exc.message, path=exc.path),),
+                            error=exc)
+    checks: list[Check] = [_workspace_check(ws, env)]
     memory_root = f"{ws.root}/memory"
     configs = []
     for name in names:
         try:
             configs.append(load_project_config(ws.root, name, environ=environ))
+        except InterruptedError_:
+            raise
         except AikitoError as exc:
             checks.append(Check("project.config", ERROR, exc.message,
                                 remedy="fix agent.toml as the message says", path=exc.path,
@@ -353,53 +428,10 @@ def run(workspace: str | None, *, strict: bool = False,
     observer = Observer()
     git_checks: list[Check] = []
     for config in configs:
-        name = config.name
-        warnings = [f for f in config.findings if f.severity == "warning"]
-        if warnings:
-            for f in warnings:
-                checks.append(Check("project.config", WARNING, f"{name}: {f.message}",
-                                    path=f.path or config.config_path, project=name))
-        else:
-            checks.append(Check("project.config", OK, f"{config.config_path} is valid",
-                                path=config.config_path, project=name))
-        checks.extend(_notes_checks(ws.root, name))
-        current = f"{ws.root}/projects/{name}/memory/notes"
-        if os.path.isdir(current) and not os.path.islink(current):
-            for index in _index_files(current):
-                indexes.setdefault(index, name)
-        for slot in _checkouts.slots(config, observer):
-            if slot.state is not CheckoutState.ACTIVE:
-                continue
-            found = check_git_ignore(slot.path, name, slot.label)
-            if found is not None:
-                git_checks.append(found)
+        own, git = _project_checks(config, ws.root, observer, indexes)
+        checks.extend(own)
+        git_checks.extend(git)
     for index, project in sorted(indexes.items()):
         checks.extend(check_index(index, project))
     checks.extend(git_checks)
-
-    summary = {OK: 0, WARNING: 0, ERROR: 0}
-    for check in checks:
-        summary[check.status] += 1
-    failing = summary[ERROR] + (summary[WARNING] if strict else 0)
-    doc["summary"] = summary
-    doc["checks"] = [c.to_json() for c in checks]
-    doc["exit_code"] = EXIT_CONFLICT if failing else EXIT_OK
-    return doc
-
-
-def text_report(doc: dict[str, Any], *, verbose: bool = False) -> list[str]:
-    """One line per check (``ok`` ones only with ``-v``), remedies indented, a summary."""
-    lines: list[str] = []
-    if doc["workspace"] is not None:
-        lines.append(f"workspace {doc['workspace']} ({doc['workspace_source']})")
-    for check in doc["checks"]:
-        if check["status"] == OK and not verbose:
-            continue
-        lines.append(f"{check['status']:<8} {check['id']:<17} {check['message']}")
-        if check["remedy"] and check["status"] != OK:
-            lines.append(f"{'':<8} {'':<17} remedy: {check['remedy']}")
-    s = doc["summary"]
-    strict = " (--strict: warnings count)" if doc["strict"] else ""
-    lines.append(f"doctor: {s[OK]} ok, {s[WARNING]} warning{'s' * (s[WARNING] != 1)}, "
-                 f"{s[ERROR]} error{'s' * (s[ERROR] != 1)}{strict}")
-    return lines
+    return DoctorReport(ws.root, ws.found_via, strict, tuple(checks))

@@ -8,6 +8,7 @@ document.
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 #: Stable exit codes (SPEC §9).  Keep in sync with the README table.
@@ -156,3 +157,18 @@ def exit_code_for(error: BaseException) -> int:
     if isinstance(error, AikitoError):
         return error.exit_code
     return EXIT_FAILED
+
+
+class Outcome(enum.StrEnum):
+    """How a sync, a dry run or an apply ended: the ``outcome`` word of its JSON document
+    (SPEC §9).  A ``str`` enum, so it compares equal to the bare words used elsewhere."""
+
+    APPLIED = "applied"
+    UNCHANGED = "unchanged"
+    PLANNED = "planned"
+    BLOCKED = "blocked"
+    STALE = "stale"
+    FAILED = "failed"
+    BUSY = "busy"
+    CONFIG_ERROR = "config_error"
+    INTERRUPTED = "interrupted"

@@ -444,3 +444,13 @@ class InstructionsView:
     targets: tuple[InstructionTargetView, ...] = ()
     #: ``.agents/AGENTS.md`` (absent when ``.agents`` is not a real directory).
     legacy: Observed = ABSENT
+
+
+class Severity(enum.StrEnum):
+    """How serious a finding or a doctor check is.  A ``str`` enum: ``Finding.severity``
+    may hold the bare word or the member alike."""
+
+    OK = "ok"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"

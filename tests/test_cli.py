@@ -1,6 +1,7 @@
 """The command line (SPEC §9): exact exit codes, the ``aikito.sync/1`` JSON document, the
-configuration-error matrix, usage errors, the text format, colour, project resolution
-from the current directory, and explicit checkouts ([K4]).
+configuration-error matrix, usage errors, real processes.  What the text reports look
+like: tests/test_render.py; which project and checkouts a sync acts on:
+tests/test_cli_checkouts.py.
 
 In process through ``click.testing.CliRunner`` on real temporary directories, plus a few
 real ``subprocess`` runs of the console script and of ``python -m aikito_mem``.
@@ -8,10 +9,8 @@ real ``subprocess`` runs of the console script and of ``python -m aikito_mem``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,11 +23,6 @@ from aikito_mem import __version__
 from aikito_mem.cli import cli
 
 VENV_BIN = Path(sys.executable).parent
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
-SUMMARY = re.compile(
-    r"^memory: (\d+) to create, (\d+) to unlink, (\d+) conflicts?, (\d+) unchanged, "
-    r"(\d+) skipped( \(.+\))?$"
-)
 
 # --------------------------------------------------------------------------- helpers
 
@@ -413,116 +407,6 @@ def test_usage_errors_exit_2_without_json(env: Env, args: list[str]) -> None:
     assert not env.mem().exists()
 
 
-# --------------------------------------------------------------------------- text output
-
-
-def _world(env: Env) -> Path:
-    """create (team/a.md), noop (glossary.md), stale unlink, offline checkout."""
-    offline = env.base / "offline"
-    env.config(["team/a.md", "glossary.md"], [env.co, offline])
-    env.mem().mkdir(parents=True)
-    env.mem("glossary.md").symlink_to(f"{env.ws}/memory/glossary.md")
-    env.mem("old.md").symlink_to(f"{env.ws}/memory/old.md")
-    return offline
-
-
-def test_text_format(env: Env) -> None:
-    offline = _world(env)
-    result = env.sync("demo", "--dry-run")
-    assert result.exit_code == 0, result.output
-    lines = result.stdout.splitlines()
-    assert f"  + {env.mem('team/a.md')} -> {env.ws}/memory/team/a.md" in lines
-    assert f"  - {env.mem('old.md')}" in lines
-    assert f"  ~ checkout offline: {offline}" in lines
-    assert not any(str(env.mem("glossary.md")) in line for line in lines)  # NOOP hidden
-    headers = [line for line in lines if line.startswith("checkout ")]
-    assert headers == [f"checkout 1: {env.co}", f"checkout 2: {offline}"]
-    summaries = [line for line in lines if line.startswith("memory: ")]
-    assert summaries == [
-        "memory: 1 to create, 1 to unlink, 0 conflicts, 1 unchanged, 2 skipped "
-        "(1 checkout offline)"
-    ]
-    assert SUMMARY.match(summaries[0])
-    assert result.stderr == ""
-
-
-def test_text_verbose_lists_noops(env: Env) -> None:
-    _world(env)
-    lines = env.sync("demo", "--dry-run", "-v").stdout.splitlines()
-    noop = [line for line in lines if str(env.mem("glossary.md")) in line]
-    assert len(noop) == 1
-    assert f"{env.mem('glossary.md')} -> {env.ws}/memory/glossary.md" in noop[0]
-    assert not noop[0].lstrip().startswith(("+", "-", "!"))
-
-
-def test_text_conflict_line(env: Env) -> None:
-    _add_conflict(env)
-    result = env.sync("demo", "--dry-run")
-    assert result.exit_code == 1
-    target = str(env.mem("glossary.md"))
-    _, doc = env.json("demo", "--dry-run")
-    (op,) = [o for o in doc["operations"] if o["action"] == "CONFLICT"]
-    assert op["target"] == target
-    assert "regular file" in op["reason"]
-    assert target in op["remedy"]  # the remedy names the path
-    bangs = [x for x in result.stdout.splitlines() if x.lstrip().startswith("!")]
-    assert bangs == [f"  ! {target}: {op['reason']} ({op['remedy']})"]
-    summary = result.stdout.splitlines()[-1]
-    assert summary == "memory: 1 to create, 0 to unlink, 1 conflict, 0 unchanged, 0 skipped"
-    assert "1 conflict blocks the plan" in result.stderr
-
-
-def test_quiet_prints_only_conflicts_and_summary(env: Env) -> None:
-    _world(env)
-    result = env.sync("demo", "--dry-run", "-q")
-    assert result.exit_code == 0
-    assert result.stdout.splitlines() == [
-        "memory: 1 to create, 1 to unlink, 0 conflicts, 1 unchanged, 2 skipped "
-        "(1 checkout offline)"
-    ]
-
-
-@pytest.mark.parametrize("how", ["NO_COLOR", "--no-color", "not a tty"])
-def test_no_colour(env: Env, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
-    _world(env)
-    _add_conflict_elsewhere(env)
-    args = ["demo", "--dry-run"]
-    if how == "NO_COLOR":
-        monkeypatch.setenv("NO_COLOR", "1")
-        args.append("--color")  # NO_COLOR wins even over --color
-    elif how == "--no-color":
-        args.append("--no-color")
-    # color=True: the runner keeps escape codes, so their absence is the program's doing.
-    result = env.sync(*args, color=True)
-    assert result.exit_code == 1
-    assert not ANSI.search(result.output), result.output
-
-
-def test_forced_colour_is_visible_to_these_tests(env: Env) -> None:
-    _world(env)
-    result = env.sync("demo", "--dry-run", "--color", color=True)
-    assert ANSI.search(result.stdout)
-
-
-def _add_conflict_elsewhere(env: Env) -> None:
-    (env.ws / "memory/team/a.md").unlink()  # missing source: a conflict, stderr message
-
-
-def test_no_colour_in_a_real_process_writing_to_a_pipe(env: Env) -> None:
-    _world(env)
-    proc = subprocess.run(
-        [str(VENV_BIN / "aikito"), "--workspace", str(env.ws), "sync", "project", "demo",
-         "--dry-run", "-v"],
-        capture_output=True, text=True, timeout=60, env={**os.environ, "TERM": "xterm"},
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "\x1b[" not in proc.stdout + proc.stderr
-    lines = proc.stdout.splitlines()
-    assert lines[-1] == "dry run: nothing was written"
-    assert SUMMARY.match(lines[-2])
-    assert f"  = {env.mem('glossary.md')} -> {env.ws}/memory/glossary.md" in lines  # -v
-
-
 # --------------------------------------------------------------------------- real processes
 
 
@@ -553,112 +437,15 @@ def test_python_m_real_sync_then_check(env: Env) -> None:
     assert usage.returncode == 2 and usage.stdout == ""
 
 
-# --------------------------------------------------------------------------- NAME from cwd
-
-
-@pytest.mark.parametrize("name", [None, "."])
-def test_name_resolved_from_cwd(
-    env: Env, monkeypatch: pytest.MonkeyPatch, name: str | None
-) -> None:
-    other = env.base / "other-co"
-    other.mkdir()
-    env.config(["glossary.md"], [other], name="other")
-    (env.co / "src/deep").mkdir(parents=True)
-    monkeypatch.chdir(env.co / "src/deep")
-    args = [] if name is None else [name]
-    code, doc = env.json(*args, "--dry-run")
-    assert code == 0, doc
-    assert doc["project"] == "demo"
-    assert [c["path"] for c in doc["checkouts"]] == [str(env.co)]
-
-
-def test_name_from_cwd_outside_any_checkout(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(env.base)
-    code, doc = env.json("--dry-run")
-    assert code == 4
-    assert doc["outcome"] == "config_error"
-    assert doc["error"]["code"] == "config.project_not_found"
-    text = env.sync(".", "--dry-run")
-    assert text.exit_code == 4
-    assert str(env.base) in text.stderr
-
-
-def test_name_from_cwd_ambiguous_lists_projects(
-    env: Env, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    env.config(["glossary.md"], [env.co], name="twin")
-    monkeypatch.chdir(env.co)
-    code, doc = env.json("--dry-run")
-    assert code == 4
-    assert doc["error"]["code"] == "config.project_ambiguous"
-    assert "demo" in doc["error"]["message"] and "twin" in doc["error"]["message"]
-    text = env.sync("--dry-run")
-    assert text.exit_code == 4
-    assert "demo" in text.stderr and "twin" in text.stderr
-    assert not env.mem().exists()
-
-
-# --------------------------------------------------------------------------- explicit PATH
-
-
-def test_explicit_path_plans_only_that_checkout(env: Env) -> None:
-    second = env.base / "second"
-    second.mkdir()
-    env.config(["glossary.md"], [env.co, second])
-    code, doc = env.json("demo", str(second), "--dry-run")
-    assert code == 0
-    assert [c["path"] for c in doc["checkouts"]] == [str(second)]
-    assert {op["checkout"] for op in doc["operations"]} == {str(second)}
-    code, doc = env.json("demo", str(second))
-    assert (code, doc["outcome"]) == (0, "applied")
-    assert env.mem("glossary.md", second).is_symlink()
-    assert not env.mem().exists()  # the other registered checkout is not touched
-
-
-def test_explicit_unregistered_path_no_register(env: Env) -> None:
-    new = env.base / "new"
-    new.mkdir()
-    before = env.cfg.read_bytes()
-    code, doc = env.json("demo", str(new), "--no-register")
-    assert (code, doc["outcome"]) == (0, "applied")
-    assert env.cfg.read_bytes() == before
-    assert env.mem("glossary.md", new).is_symlink()
-    assert not env.mem().exists()
-
-
-def test_explicit_unregistered_path_registers(env: Env) -> None:
-    new = env.base / "new"
-    new.mkdir()
-    before = env.cfg.read_bytes()
-    code, _ = env.json("demo", str(new), "--dry-run")
-    assert code == 0
-    assert env.cfg.read_bytes() == before  # a dry run never registers
-    code, doc = env.json("demo", str(new))
-    assert code == 0, doc
-    after = env.cfg.read_bytes()
-    assert after.startswith(before.rstrip(b"\n")[: before.index(b"paths")])
-    assert str(new).encode() in after
-    import tomllib
-
-    assert tomllib.loads(after.decode())["paths"] == [str(env.co), str(new)]
-
-
-@pytest.mark.parametrize("kind", ["missing", "file"])
-def test_explicit_path_must_be_an_existing_directory(env: Env, kind: str) -> None:
-    target = env.base / "nope"
-    if kind == "file":
-        target.write_text("x")
-    before = env.cfg.read_bytes()
-    digest = hashlib.sha256(before).hexdigest()
-    for args in ((), ("--dry-run",), ("--no-register",)):
-        code, doc = env.json("demo", str(target), *args)
-        assert code == 4
-        assert doc["outcome"] == "config_error"
-        assert str(target) in doc["error"]["message"]
-    text = env.sync("demo", str(target))
-    assert text.exit_code == 4 and str(target) in text.stderr
-    assert (kind == "file") == target.exists()
-    if kind == "missing":
-        assert not os.path.lexists(target)
-    assert hashlib.sha256(env.cfg.read_bytes()).hexdigest() == digest
-    assert not env.mem().exists()
+def test_version_imports_only_the_command_line_modules() -> None:
+    """§12 start-up: of this package, ``aikito --version`` imports the command line
+    modules (click-only) and nothing else — no room of the engine, no render, no errors."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "aikito_mem", "--version"],
+                          capture_output=True, text=True, check=True, timeout=60)
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()
+                if line.startswith("import time:")}
+    ours = {name for name in imported if name.split(".")[0] == "aikito_mem"}
+    assert "aikito_mem.cli" in ours
+    assert all(name in ("aikito_mem", "aikito_mem.__main__", "aikito_mem.cli")
+               or name.startswith("aikito_mem.cli.") for name in ours), sorted(ours)
+    assert not {"attr", "attrs", "signal", "json"} & imported

@@ -91,3 +91,370 @@ def test_non_utf8_foreign_entry_is_printed_not_a_crash(ws: WS, as_json: bool) ->
                    for f in doc["findings"])
     else:
         assert "odd\\xff" in res.output
+
+
+# ------------------------------------------------------------------ the one error handler
+
+
+def _demo(ws: WS) -> str:
+    ws.add_file("a.md", "a")
+    co = ws.checkout("co")
+    ws.write_config("demo", memory=["a.md"], paths=[co])
+    return co
+
+
+def _invoke(ws: WS, *args: str) -> tuple[int, dict[str, object], str]:
+    res = CliRunner().invoke(cli, ["--workspace", ws.root, *args], catch_exceptions=False)
+    doc, end = json.JSONDecoder().raw_decode(res.stdout)
+    assert res.stdout[end:].strip() == "", "exactly one JSON document"
+    assert doc["exit_code"] == res.exit_code
+    assert "Aborted!" not in res.output
+    return res.exit_code, doc, res.stderr
+
+
+def _kill_before(monkeypatch: pytest.MonkeyPatch, owner: object, attr: str,
+                 signum: int) -> None:
+    """Make ``owner.attr`` deliver ``signum`` to this process before it runs."""
+    real = getattr(owner, attr)
+
+    def wrapper(*args: object, **kwargs: object) -> object:
+        os.kill(os.getpid(), signum)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, attr, wrapper)
+
+
+def test_a_signal_while_planning_a_dry_run_ends_it_at_once(
+        ws: WS, monkeypatch: pytest.MonkeyPatch, tmp_path: os.PathLike[str]) -> None:
+    """[E5]: SIGTERM while planning stops the planning at once — 143, the sync document
+    (outcome ``interrupted``), and nothing written: not even the plan file of ``--out``."""
+    import signal
+
+    from aikito_mem.api import Project
+
+    co = _demo(ws)
+    real = Project.plan
+    planned: list[object] = []
+
+    def plan(self: Project, *args: object, **kwargs: object) -> object:
+        os.kill(os.getpid(), signal.SIGTERM)
+        planned.append(real(self, *args, **kwargs))  # type: ignore[arg-type]
+        return planned[-1]
+
+    monkeypatch.setattr(Project, "plan", plan)
+    for extra in ([], ["--out", f"{tmp_path}/plan.toml"]):
+        code, doc, _ = _invoke(ws, "sync", "project", "demo", "--dry-run", "--json", *extra)
+        assert (code, doc["outcome"], doc["project"]) == (143, "interrupted", "demo")
+        assert doc["workspace"] == ws.root
+        assert planned == []  # the planner did not go on after the signal
+    assert not os.path.lexists(f"{tmp_path}/plan.toml")
+    assert not os.path.lexists(f"{co}/.agents")
+
+
+def test_every_command_installs_the_signal_record_itself(ws: WS) -> None:
+    """Run without the group (a command object called on its own), a command still turns
+    SIGTERM into 143 and its document — never a silent death."""
+    import subprocess
+    import sys
+
+    _demo(ws)
+    code = (
+        "import os, signal, sys\n"
+        "from aikito_mem.api import Project\n"
+        "real = Project.plan\n"
+        "def plan(self, *a, **k):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    return real(self, *a, **k)\n"
+        "Project.plan = plan\n"
+        "from aikito_mem.cli.status import status_cmd\n"
+        "status_cmd(['--json'], obj={'workspace': sys.argv[1]})\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, ws.root], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 143, proc.stderr
+    assert json.loads(proc.stdout)["error"]["code"] == "sync.interrupted"
+
+
+def test_a_signal_after_the_work_ends_the_run_as_interrupted(
+        ws: WS, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signal noticed after the last write (while the report is being made) still ends
+    the run with 130, its document keeping what was done."""
+    import signal
+
+    import aikito_mem.outcome
+
+    co = _demo(ws)
+    _kill_before(monkeypatch, aikito_mem.outcome, "run_report", signal.SIGINT)
+    code, doc, _ = _invoke(ws, "sync", "project", "demo", "--json")
+    assert (code, doc["outcome"]) == (130, "interrupted")
+    assert [op["status"] for op in doc["operations"]] == ["applied"]
+    assert doc["error"]["code"] == "sync.interrupted"  # type: ignore[index]
+    assert os.readlink(f"{co}/.agents/memory/a.md") == ws.memory_path("a.md")
+    text = CliRunner().invoke(cli, ["--workspace", ws.root, "sync", "project", "demo"])
+    assert text.exit_code == 130 and "interrupted by SIGINT" in text.stderr
+    assert "Aborted!" not in text.output
+
+
+def test_a_signal_during_status_stops_the_listing(
+        ws: WS, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signal while one project is planned is not that project's error: the listing
+    stops, exit 130, the status document names the interruption."""
+    import signal
+
+    from aikito_mem.api import Project
+
+    _demo(ws)
+    ws.write_config("other", memory=[], paths=[])
+    _kill_before(monkeypatch, Project, "plan", signal.SIGINT)
+    code, doc, _ = _invoke(ws, "status", "--json")
+    assert code == 130
+    assert doc["projects"] == []
+    assert doc["error"]["code"] == "sync.interrupted"  # type: ignore[index]
+
+
+def test_a_signal_during_doctor_is_not_a_project_error(
+        ws: WS, monkeypatch: pytest.MonkeyPatch) -> None:
+    import signal
+
+    import aikito_mem.projects
+
+    _demo(ws)
+    _kill_before(monkeypatch, aikito_mem.projects, "load_project_config", signal.SIGTERM)
+    code, doc, _ = _invoke(ws, "doctor", "--json")
+    assert code == 143
+    assert doc["error"]["code"] == "sync.interrupted"  # type: ignore[index]
+    assert doc["checks"] == []
+
+
+def test_a_signal_while_the_options_are_parsed_is_reported_by_the_command(
+        ws: WS, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The signal record is installed before a subcommand's options are parsed: a SIGINT
+    then still ends with the command's own JSON document, nothing written."""
+    import signal
+
+    from aikito_mem.cli.options import Seconds
+
+    co = _demo(ws)
+    _kill_before(monkeypatch, Seconds, "convert", signal.SIGINT)
+    code, doc, _ = _invoke(ws, "sync", "project", "demo", "--json", "--lock-timeout", "1")
+    assert (code, doc["outcome"]) == (130, "interrupted")
+    assert not os.path.lexists(f"{co}/.agents")
+
+
+def test_a_signal_after_planning_stops_the_plan_file_from_being_written(
+        ws: WS, monkeypatch: pytest.MonkeyPatch, tmp_path: os.PathLike[str]) -> None:
+    """A signal that lands just after planning (outside the interruptible region) is
+    checked before the one write of a dry run: no plan file, exit 143."""
+    import contextlib
+    import signal
+    from collections.abc import Iterator
+
+    from aikito_mem import signals
+
+    _demo(ws)
+    real = signals.interruptible
+
+    @contextlib.contextmanager
+    def then_a_signal() -> Iterator[None]:
+        with real():
+            yield
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(signals, "interruptible", then_a_signal)
+    out = f"{tmp_path}/plan.toml"
+    code, doc, _ = _invoke(ws, "sync", "project", "demo", "--dry-run", "--out", out, "--json")
+    assert (code, doc["outcome"]) == (143, "interrupted")
+    assert not os.path.lexists(out)
+
+
+def test_a_signal_then_an_error_ends_with_the_signal(
+        ws: WS, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGTERM while waiting out a busy lock: the wait ends (busy), but the run reports
+    the signal — 143, not 6."""
+    import signal
+
+    from aikito_mem.errors import LockBusyError
+
+    co = _demo(ws)
+
+    def busy(self: object, paths: list[str], timeout: float) -> list[str]:
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise LockBusyError("busy", path=co, timeout=timeout)
+
+    monkeypatch.setattr("aikito_mem.execute.Locks.acquire", busy)
+    code, doc, _ = _invoke(ws, "sync", "project", "demo", "--json")
+    assert (code, doc["outcome"]) == (143, "interrupted")
+    assert not os.path.lexists(f"{co}/.agents")
+
+
+def test_an_interrupt_before_the_command_starts_is_not_clicks_aborted(
+        ws: WS, monkeypatch: pytest.MonkeyPatch) -> None:
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("aikito_mem.signals.installed", interrupted)
+    res = CliRunner().invoke(cli, ["--workspace", ws.root, "status"])
+    assert res.exit_code == 130
+    assert "Aborted!" not in res.output
+    assert "aikito: interrupted by SIGINT" in res.stderr
+
+
+def test_a_bug_is_exit_5_with_its_document_and_the_traceback_on_stderr(
+        ws: WS, monkeypatch: pytest.MonkeyPatch) -> None:
+    from aikito_mem.api import Project
+
+    _demo(ws)
+
+    def broken(self: Project, *args: object, **kwargs: object) -> object:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(Project, "plan", broken)
+    code, doc, stderr = _invoke(ws, "sync", "project", "demo", "--dry-run", "--json")
+    assert (code, doc["outcome"]) == (5, "failed")
+    assert doc["error"]["code"] == "internal"  # type: ignore[index]
+    assert "RuntimeError: boom" in doc["error"]["message"]  # type: ignore[index]
+    assert "Traceback" in stderr  # for the bug report; stdout stays one document
+
+
+@pytest.mark.parametrize(("command", "code"), [("status", "status.os_error"),
+                                               ("doctor", "doctor.os_error")])
+def test_an_environment_failure_is_exit_5_with_the_commands_document(
+        ws: WS, monkeypatch: pytest.MonkeyPatch, command: str, code: str) -> None:
+    def unreadable(root: str) -> list[str]:
+        raise OSError(errno.EIO, os.strerror(errno.EIO), f"{root}/projects")
+
+    monkeypatch.setattr("aikito_mem.projects.list_projects", unreadable)
+    exit_code, doc, _ = _invoke(ws, command, "--json")
+    assert exit_code == 5
+    assert doc["schema"] == f"aikito.{command}/1"
+    assert doc["error"]["code"] == code  # type: ignore[index]
+    assert "Input/output error" in doc["error"]["message"]  # type: ignore[index]
+
+
+def test_a_deleted_current_directory_is_a_configuration_error(
+        ws: WS, monkeypatch: pytest.MonkeyPatch, tmp_path: os.PathLike[str]) -> None:
+    gone = f"{tmp_path}/gone"
+    os.mkdir(gone)
+    monkeypatch.chdir(gone)
+    os.rmdir(gone)
+    code, doc, _ = _invoke(ws, "sync", "project", "--dry-run", "--json")
+    assert (code, doc["outcome"]) == (4, "config_error")
+    assert doc["error"]["code"] == "config.cwd_missing"  # type: ignore[index]
+
+
+@pytest.mark.parametrize("command", [["sync", "project", "demo"], ["apply", "plan.toml"],
+                                     ["adopt", "x"]])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "-1", "1e999", "soon"])
+def test_lock_timeout_must_be_finite_seconds(ws: WS, command: list[str], value: str) -> None:
+    """``--lock-timeout nan`` waited forever on a busy checkout: a usage error now."""
+    co = _demo(ws)
+    res = CliRunner().invoke(cli, ["--workspace", ws.root, *command, "--json",
+                                   "--lock-timeout", value])
+    assert res.exit_code == 2, res.output
+    assert res.stdout == "" and "--lock-timeout" in res.stderr
+    assert not os.path.lexists(f"{co}/.agents")
+
+
+# ------------------------------------------------------------- real processes: pipes, signals
+
+
+def _aikito(ws: WS, *args: str) -> list[str]:
+    import sys
+
+    return [sys.executable, "-m", "aikito_mem", "--workspace", ws.root, *args]
+
+
+def _into_a_closed_pipe(argv: list[str], stream: str = "stdout") -> tuple[int, bytes]:
+    """Run ``argv`` with ``stream`` a pipe whose reader has already gone; return the exit
+    code and what the other stream received."""
+    import subprocess
+
+    read, write = os.pipe()
+    os.close(read)
+    other = "stderr" if stream == "stdout" else "stdout"
+    try:
+        proc = subprocess.run(argv, timeout=120, check=False,
+                              **{stream: write, other: subprocess.PIPE})  # type: ignore[call-overload]
+    finally:
+        os.close(write)
+    return proc.returncode, getattr(proc, other)
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"], ["-v"]])
+def test_a_reader_that_went_away_does_not_fail_a_successful_sync(
+        ws: WS, extra: list[str]) -> None:
+    """``aikito sync project demo | head -1``: the links are made; the report nobody
+    reads is dropped — the run's own exit code (0), no message (it used to be exit 5,
+    "Broken pipe; … fix the cause (permissions, disk, mounts)")."""
+    co = _demo(ws)
+    code, stderr = _into_a_closed_pipe(_aikito(ws, "sync", "project", "demo", *extra))
+    assert (code, stderr) == (0, b"")
+    assert os.readlink(f"{co}/.agents/memory/a.md") == ws.memory_path("a.md")
+
+
+def test_a_reader_that_went_away_keeps_the_exit_code_and_stderr_of_a_blocked_sync(
+        ws: WS) -> None:
+    co = _demo(ws)
+    os.makedirs(f"{co}/.agents/memory")
+    with open(f"{co}/.agents/memory/a.md", "w") as fh:
+        fh.write("mine")
+    code, stderr = _into_a_closed_pipe(_aikito(ws, "sync", "project", "demo"))
+    assert code == 1
+    assert stderr.startswith(b"aikito: ") and b"Traceback" not in stderr
+
+
+def test_a_closed_stderr_keeps_the_exit_code_of_an_error(ws: WS) -> None:
+    """The error message cannot be written either: the exit code is still the error's
+    own (4 here), not a crash while reporting it."""
+    code, stdout = _into_a_closed_pipe(_aikito(ws, "sync", "project", "nope"), "stderr")
+    assert (code, stdout) == (4, b"")
+
+
+def _holds_open(pid: int, path: str) -> bool:
+    """Whether process ``pid`` has a descriptor open on ``path`` (the lock wait opens the
+    checkout root, then tries ``flock`` until the timeout)."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:  # pragma: no cover - the process has ended
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == path:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_a_signal_while_waiting_for_the_lock(ws: WS, signame: str) -> None:
+    """[E5]: a sync waiting for a checkout lock held by someone else, then SIGINT/SIGTERM:
+    130/143 with its JSON document — never click's "Aborted!", never a silent death —
+    and nothing written."""
+    import fcntl
+    import signal
+    import subprocess
+    import time
+
+    co = _demo(ws)
+    signum = signal.Signals[signame]
+    holder = os.open(co, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    try:
+        proc = subprocess.Popen(_aikito(ws, "sync", "project", "demo", "--json",
+                                        "--lock-timeout", "2"),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for _ in range(6000):  # until the command waits for the lock
+            if proc.poll() is not None or _holds_open(proc.pid, co):
+                break
+            time.sleep(0.01)
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        os.close(holder)
+    assert proc.returncode == 128 + signum, err
+    doc = json.loads(out)
+    assert (doc["outcome"], doc["exit_code"]) == ("interrupted", 128 + signum)
+    assert b"Aborted!" not in err and b"Traceback" not in err
+    assert not os.path.lexists(f"{co}/.agents")

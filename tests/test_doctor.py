@@ -1,4 +1,4 @@
-"""``aikito doctor`` (issue 6): each check on real directories and real git repositories,
+"""``aikito doctor``: each check on real directories and real git repositories,
 the ``aikito.doctor/1`` document, exit codes, ``--strict``, and zero writes."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from aikito_mem.cli import cli
-from aikito_mem.doctor import check_index, run
+from aikito_mem.doctor import Check, DoctorReport, check_index, run
 from tests.snapshots import snapshot
 
 HAS_GIT = shutil.which("git") is not None
@@ -37,8 +37,8 @@ def doctor(ws: Path | None, *extra: str, env: dict[str, str] | None = None) -> R
                               catch_exceptions=False)
 
 
-def checks(doc: dict[str, Any], check_id: str) -> list[dict[str, Any]]:
-    return [c for c in doc["checks"] if c["id"] == check_id]
+def checks(report: DoctorReport, check_id: str) -> list[Check]:
+    return [c for c in report.checks if c.id == check_id]
 
 
 def git(*args: str, cwd: Path) -> None:
@@ -69,24 +69,24 @@ def test_workspace_source_and_cwd_independence(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     ws = make_ws(tmp_path)
     [src] = checks(run(str(ws)), "workspace.source")
-    assert src["status"] == "ok" and "the --workspace option" in src["message"]
-    assert "does not depend on the current directory" in src["message"]
+    assert src.status == "ok" and "the --workspace option" in src.message
+    assert "does not depend on the current directory" in src.message
     monkeypatch.chdir(tmp_path)
     d = run("ws")
     [src] = checks(d, "workspace.source")
-    assert src["status"] == "warning" and "relative path 'ws'" in src["message"]
-    assert str(ws.resolve()) in src["remedy"]
-    assert d["exit_code"] == 0
-    assert run("ws", strict=True)["exit_code"] == 1
+    assert src.status == "warning" and "relative path 'ws'" in src.message
+    assert str(ws.resolve()) in src.remedy
+    assert d.exit_code == 0
+    assert run("ws", strict=True).exit_code == 1
     home = tmp_path / "home"
     d = run(None, environ={"HOME": str(home), "AIKITO_DIR": str(ws)})
-    assert checks(d, "workspace.source")[0]["status"] == "ok"
-    assert d["workspace_source"] == "AIKITO_DIR"
+    assert checks(d, "workspace.source")[0].status == "ok"
+    assert d.workspace_source == "AIKITO_DIR"
     (home / ".config" / "aikito").mkdir(parents=True)
     (home / ".config" / "aikito" / "workspace").write_text(f"{ws}\n")
     d = run(None, environ={"HOME": str(home)})
-    assert d["workspace_source"] == "pointer file"
-    assert "the pointer file" in checks(d, "workspace.source")[0]["message"]
+    assert d.workspace_source == "pointer file"
+    assert "the pointer file" in checks(d, "workspace.source")[0].message
 
 
 def test_unresolvable_workspace_exit_4(tmp_path: Path) -> None:
@@ -101,32 +101,32 @@ def test_memory_root_missing_or_not_a_directory(tmp_path: Path) -> None:
     ws = make_ws(tmp_path)
     shutil.rmtree(ws / "memory")
     [root] = checks(run(str(ws)), "memory.root")
-    assert root["status"] == "error" and "does not exist" in root["message"]
-    assert root["remedy"] == f"mkdir {ws.resolve()}/memory"
+    assert root.status == "error" and "does not exist" in root.message
+    assert root.remedy == f"mkdir {ws.resolve()}/memory"
     (ws / "projects" / "demo" / "agent.toml").write_text("paths = []\n")
     [root] = checks(run(str(ws)), "memory.root")
-    assert root["status"] == "warning"  # no project references shared memory
+    assert root.status == "warning"  # no project references shared memory
     (ws / "memory").write_text("")
     d = run(str(ws))
     [root] = checks(d, "memory.root")
-    assert root["status"] == "error" and "is not a directory" in root["message"]
-    assert d["exit_code"] == 1
+    assert root.status == "error" and "is not a directory" in root.message
+    assert d.exit_code == 1
 
 
 def test_notes_dir_checks(tmp_path: Path) -> None:
     ws = make_ws(tmp_path)
     [notes] = checks(run(str(ws)), "notes.dir")
-    assert notes["status"] == "ok" and notes["project"] == "demo"
+    assert notes.status == "ok" and notes.project == "demo"
     (ws / "projects" / "demo" / "memory" / "notes").rmdir()
     [notes] = checks(run(str(ws)), "notes.dir")
-    assert notes["status"] == "warning" and "mkdir -p" in notes["remedy"]
+    assert notes.status == "warning" and "mkdir -p" in notes.remedy
     (ws / "projects" / "demo" / "memory" / "notes").write_text("")
     d = run(str(ws))
     [notes] = checks(d, "notes.dir")
-    assert notes["status"] == "error" and d["exit_code"] == 1
+    assert notes.status == "error" and d.exit_code == 1
     shutil.rmtree(ws / "projects" / "demo" / "memory")
     [notes] = checks(run(str(ws)), "notes.dir")
-    assert notes["status"] == "warning" and "legacy" in notes["message"]
+    assert notes.status == "warning" and "legacy" in notes.message
 
 
 def test_unwritable_directories(tmp_path: Path) -> None:
@@ -143,8 +143,8 @@ def test_unwritable_directories(tmp_path: Path) -> None:
                               capture_output=True).returncode:
                 pytest.skip("cannot remount read-only")
         d = run(str(ws))
-        assert checks(d, "memory.root")[0]["status"] == "error"
-        assert "not writable" in checks(d, "notes.dir")[0]["message"]
+        assert checks(d, "memory.root")[0].status == "error"
+        assert "not writable" in checks(d, "notes.dir")[0].message
     finally:
         for d in reversed(mounted):
             subprocess.run(["umount", str(d)], check=False)
@@ -155,11 +155,11 @@ def test_legacy_notes_next_to_current(tmp_path: Path) -> None:
     assert checks(run(str(ws)), "notes.legacy") == []
     (ws / "memory" / "demo" / "notes").mkdir(parents=True)
     [hint] = checks(run(str(ws)), "notes.legacy")
-    assert hint["status"] == "warning" and "ignored" in hint["message"]
-    assert hint["path"] == f"{ws.resolve()}/memory/demo/notes"
+    assert hint.status == "warning" and "ignored" in hint.message
+    assert hint.path == f"{ws.resolve()}/memory/demo/notes"
     shutil.rmtree(ws / "projects" / "demo" / "memory")
     [hint] = checks(run(str(ws)), "notes.legacy")
-    assert hint["status"] == "ok" and hint["remedy"].startswith("to migrate")
+    assert hint.status == "ok" and hint.remedy.startswith("to migrate")
 
 
 INDEX = """\
@@ -195,15 +195,15 @@ def test_index_dangling_and_duplicate(tmp_path: Path) -> None:
     assert any(":6:" in w.message and "first on line 3" in w.message for w in warnings)
     assert any(":8:" in w.message for w in warnings)
     d = run(str(ws))
-    assert d["exit_code"] == 1
-    assert len([c for c in checks(d, "index.links") if c["status"] == "error"]) == 1
+    assert d.exit_code == 1
+    assert len([c for c in checks(d, "index.links") if c.status == "error"]) == 1
     # A clean index under a project notes directory is checked too.
     notes = ws / "projects" / "demo" / "memory" / "notes"
     (notes / "n.md").write_text("")
     (notes / "MEMORY.md").write_text("- [n](n.md)\n")
     d = run(str(ws))
-    ok = [c for c in checks(d, "index.links") if c["status"] == "ok"]
-    assert len(ok) == 1 and ok[0]["project"] == "demo" and "1 link," in ok[0]["message"]
+    ok = [c for c in checks(d, "index.links") if c.status == "ok"]
+    assert len(ok) == 1 and ok[0].project == "demo" and "1 link," in ok[0].message
 
 
 def test_index_text_output(tmp_path: Path) -> None:
@@ -229,16 +229,16 @@ def test_git_ignore_checkout_and_worktree(tmp_path: Path) -> None:
     assert len(found) == 2  # the plain directory is not a work tree: not checked
     exclude = f"{repo.resolve()}/.git/info/exclude"
     for c in found:
-        assert c["status"] == "warning"
-        assert c["path"] == exclude  # the worktree shares the main repository's exclude
-        assert c["remedy"] == (f"add the line .agents/memory/ to {exclude}: "
+        assert c.status == "warning"
+        assert c.path == exclude  # the worktree shares the main repository's exclude
+        assert c.remedy == (f"add the line .agents/memory/ to {exclude}: "
                                f"echo '.agents/memory/' >> '{exclude}'")
-    assert d["exit_code"] == 0 and run(str(ws), strict=True)["exit_code"] == 1
+    assert d.exit_code == 0 and run(str(ws), strict=True).exit_code == 1
     with open(exclude, "a") as fh:
         fh.write(".agents/memory/\n")
     found = checks(run(str(ws)), "git.ignore")
-    assert [c["status"] for c in found] == ["ok", "ok"]
-    assert all("git ignores .agents/memory" in c["message"] for c in found)
+    assert [c.status for c in found] == ["ok", "ok"]
+    assert all("git ignores .agents/memory" in c.message for c in found)
 
 
 @pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
@@ -251,7 +251,7 @@ def test_git_ignore_via_gitignore_after_sync(tmp_path: Path) -> None:
     from aikito_mem.api import Project
 
     Project.load("demo", str(ws)).sync()
-    assert [c["status"] for c in checks(run(str(ws)), "git.ignore")] == ["ok"]
+    assert [c.status for c in checks(run(str(ws)), "git.ignore")] == ["ok"]
 
 
 def test_broken_project_config_is_an_error(tmp_path: Path) -> None:
@@ -260,10 +260,10 @@ def test_broken_project_config_is_an_error(tmp_path: Path) -> None:
     (ws / "projects" / "bad" / "agent.toml").write_text("memory = [1]\n")
     (ws / "projects" / "demo" / "agent.toml").write_text('memory = []\nmemroy = []\n')
     d = run(str(ws))
-    configs = {c["project"]: c for c in checks(d, "project.config")}
-    assert configs["bad"]["status"] == "error" and "memory[0]" in configs["bad"]["message"]
-    assert configs["demo"]["status"] == "warning" and "did you mean" in configs["demo"]["message"]
-    assert d["exit_code"] == 1
+    configs = {c.project: c for c in checks(d, "project.config")}
+    assert configs["bad"].status == "error" and "memory[0]" in configs["bad"].message
+    assert configs["demo"].status == "warning" and "did you mean" in configs["demo"].message
+    assert d.exit_code == 1
 
 
 @pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
@@ -280,3 +280,182 @@ def test_doctor_writes_nothing(tmp_path: Path) -> None:
     for extra in ((), ("--json",), ("--strict", "-v")):
         assert doctor(ws, *extra).exit_code == 1
     assert snapshot(tmp_path) == before
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
+def test_git_ignore_names_an_exclude_file_whose_path_is_not_utf8(tmp_path: Path) -> None:
+    """A worktree whose main repository lives at a non-UTF-8 path: ``git rev-parse
+    --git-path info/exclude`` prints that path; it is decoded as the os module does."""
+    main = os.fsdecode(bytes(tmp_path) + b"/main\xfe")
+    os.mkdir(main)
+    git("init", "-q", cwd=Path(main))
+    git("commit", "-q", "--allow-empty", "-m", "init", cwd=Path(main))
+    co = tmp_path / "co"
+    git("worktree", "add", "-q", str(co), cwd=Path(main))
+    ws = make_ws(tmp_path, [co])
+    res = doctor(ws, "--json")
+    [check] = [c for c in json.loads(res.stdout)["checks"] if c["id"] == "git.ignore"]
+    assert check["status"] == "warning"
+    assert check["path"] == os.path.join(main, ".git", "info", "exclude")
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
+def test_git_questions_never_run_the_fsmonitor_hook(tmp_path: Path) -> None:
+    """``git check-ignore`` reads the index, which runs a configured ``core.fsmonitor``
+    hook: an arbitrary command that may write.  Doctor asks git read-only questions."""
+    co = tmp_path / "co"
+    co.mkdir()
+    git("init", "-q", cwd=co)
+    (co / "f").write_text("f\n")
+    git("add", "f", cwd=co)
+    git("commit", "-q", "-m", "init", cwd=co)
+    marker = tmp_path / "hook-ran"
+    hook = tmp_path / "hook.sh"
+    hook.write_text(f"#!/bin/sh\ntouch '{marker}'\n")
+    hook.chmod(0o755)
+    git("config", "core.fsmonitor", str(hook), cwd=co)
+    ws = make_ws(tmp_path, [co])
+    assert [c.status for c in checks(run(str(ws)), "git.ignore")] == ["warning"]
+    assert not marker.exists()
+
+
+def test_index_check_is_linear_in_the_index_size(tmp_path: Path) -> None:
+    """A large MEMORY.md (under the 4 MiB limit) with many ``[](<`` must not make the link
+    pattern rescan the line from every ``[`` (quadratic: hours for 4 MiB)."""
+    import sys
+
+    index = tmp_path / "MEMORY.md"
+    index.write_text("[](<" * 100_000 + "\n[ok](MEMORY.md)\n")
+    code = ("import sys; from aikito_mem.doctor import check_index; "
+            "print(len(check_index(sys.argv[1])))")
+    proc = subprocess.run([sys.executable, "-c", code, str(index)], capture_output=True,
+                          text=True, timeout=20, cwd=Path(__file__).parent.parent)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_names_that_are_not_utf8_are_printed_escaped(tmp_path: Path) -> None:
+    """Names that are not UTF-8 reach the output as lone surrogates: the text shows the raw
+    byte (``\\xfe``), the JSON escapes it — never a UnicodeEncodeError."""
+    ws = make_ws(tmp_path)
+    odd = os.fsdecode(bytes(ws) + b"/memory/d\xfe")
+    os.mkdir(odd)
+    with open(os.path.join(odd, "MEMORY.md"), "w") as f:
+        f.write("[gone](gone.md)\n")
+    text = doctor(ws)
+    assert text.exit_code == 1, text.output
+    assert "d\\xfe/MEMORY.md" in text.stdout
+    d = json.loads(doctor(ws, "--json").stdout)
+    assert any(c["path"] == os.path.join(odd, "MEMORY.md") for c in d["checks"])
+
+
+def test_a_very_deep_memory_tree_is_checked_without_recursion(tmp_path: Path) -> None:
+    """``os.walk`` recurses (Python 3.11): 1,100 nested directories under ``<ws>/memory``
+    would raise RecursionError."""
+    ws = make_ws(tmp_path)
+    fd = os.open(ws / "memory", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(1100):
+            os.mkdir("d", dir_fd=fd)
+            new = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = new
+        index = os.open("MEMORY.md", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(index, b"[gone](gone.md)\n")
+        os.close(index)
+    finally:
+        os.close(fd)
+    (ws / "memory" / "loop").mkdir()
+    os.symlink("MEMORY.md", ws / "memory" / "loop" / "MEMORY.md")  # a symlink loop
+    try:
+        report = run(str(ws))
+    finally:  # pytest's own tmp cleanup (shutil.rmtree) recurses too: leave no deep tree
+        subprocess.run(["rm", "-rf", str(ws / "memory" / "d")], check=True)
+    by_path = {c.path: c for c in checks(report, "index.links")}
+    [deep] = [c for p, c in by_path.items() if p and p.endswith("/d/MEMORY.md")]
+    assert deep.status == "error"
+    assert by_path[str(ws / "memory" / "loop" / "MEMORY.md")].status == "warning"
+
+
+FAKE_GIT = """#!/bin/sh
+# A git that answers "inside a work tree" and blocks on the question named by $BLOCK_ON.
+for arg in "$@"; do
+  case "$arg" in "$BLOCK_ON") exec sleep 600 ;; esac
+done
+case "$*" in
+  *--is-inside-work-tree*) echo true ;;
+  *check-ignore*) exit 1 ;;
+  *--git-path*) echo .git/info/exclude ;;
+esac
+"""
+
+
+@pytest.mark.parametrize("question", ["--is-inside-work-tree", "check-ignore", "--git-path"])
+def test_a_git_that_blocks_is_a_finding_for_its_checkout(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, question: str) -> None:
+    """``doctor`` died with a ``TimeoutExpired`` traceback when a git call blocked (only
+    the first question was guarded): each question has a time limit, and a git that does
+    not answer is a warning for that checkout; every other check still runs."""
+    import aikito_mem.doctor
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "git"
+    fake.write_text(FAKE_GIT)
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("BLOCK_ON", question)
+    monkeypatch.setattr(aikito_mem.doctor, "GIT_TIMEOUT", 0.2)
+    co = tmp_path / "co"
+    co.mkdir()
+    ws = make_ws(tmp_path, [co])
+    res = doctor(ws, "--json")
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    [check] = [c for c in d["checks"] if c["id"] == "git.ignore"]
+    assert check["status"] == "warning"
+    assert "did not answer within 0.2 s" in check["message"]
+    assert question in check["message"] and str(co) in check["message"]
+    assert {"workspace.source", "memory.root", "project.config", "notes.dir"} <= {
+        c["id"] for c in d["checks"]}
+    text = doctor(ws)
+    assert "git did not answer" in text.stdout and "Traceback" not in text.output
+
+
+def test_a_checkout_path_the_system_refuses_is_a_config_error_of_its_project(
+        tmp_path: Path) -> None:
+    """A NUL in a ``paths`` entry: that project's ``project.config`` is an error; the other
+    projects are checked as usual."""
+    ws = make_ws(tmp_path)
+    (ws / "projects" / "nul").mkdir()
+    (ws / "projects" / "nul" / "agent.toml").write_text('paths = ["/srv/a\\u0000b"]\n')
+    report = run(str(ws))
+    configs = {c.project: c for c in checks(report, "project.config")}
+    assert configs["nul"].status == "error"
+    assert configs["demo"].status == "ok"
+    assert report.exit_code == 1
+    res = doctor(ws, "--json")
+    assert res.exit_code == 1 and json.loads(res.stdout)["error"] is None
+
+
+def test_checkout_paths_that_cannot_be_examined_are_an_error_of_their_project(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever stops the examination of one project's checkouts (a path the system
+    refuses) is that project's ``project.config`` error; doctor goes on."""
+    import aikito_mem.checkouts
+
+    ws = make_ws(tmp_path)
+    (ws / "projects" / "odd").mkdir()
+    (ws / "projects" / "odd" / "agent.toml").write_text("paths = []\n")
+    real = aikito_mem.checkouts.slots
+
+    def slots(config: Any, *args: Any, **kwargs: Any) -> Any:
+        if config.name == "odd":
+            raise ValueError("embedded null byte")
+        return real(config, *args, **kwargs)
+
+    monkeypatch.setattr(aikito_mem.checkouts, "slots", slots)
+    report = run(str(ws))
+    configs = {c.project: c for c in checks(report, "project.config")}
+    assert configs["odd"].status == "error" and "embedded null byte" in configs["odd"].message
+    assert configs["demo"].status == "ok"
+    assert report.exit_code == 1

@@ -1,4 +1,4 @@
-"""``aikito status`` (issue 6): every state on real directories, the ``aikito.status/1``
+"""``aikito status``: every state on real directories, the ``aikito.status/1``
 document, the exit codes, and zero writes."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner, Result
 
 from aikito_mem.api import Project
@@ -237,3 +238,72 @@ def test_status_writes_nothing(tmp_path: Path) -> None:
         assert res.exit_code == 1
     assert snapshot(tmp_path) == before
     assert not (b / ".agents").exists()
+
+
+def test_names_that_are_not_utf8_are_printed_escaped(tmp_path: Path) -> None:
+    """A project directory whose name is not UTF-8: the text shows the raw byte
+    (``\\xff``), the JSON escapes it — never a UnicodeEncodeError."""
+    ws = make_ws(tmp_path)
+    odd = os.fsdecode(bytes(ws) + b"/projects/p\xff")
+    os.mkdir(odd)
+    with open(os.path.join(odd, "agent.toml"), "w") as f:
+        f.write("memory = []\n")
+    text = status(ws)
+    assert text.exit_code == 0, text.output
+    assert "p\\xff" in text.stdout
+    d, code = doc(ws)
+    assert code == 0 and [p["name"] for p in d["projects"]] == ["p\udcff"]
+
+
+def test_one_project_that_cannot_be_planned_does_not_hide_the_others(tmp_path: Path) -> None:
+    """A NUL in a ``paths`` entry (valid TOML ``"\\u0000"``) made the whole listing a
+    traceback: that project shows its error, every other project is listed."""
+    ws = make_ws(tmp_path)
+    co = tmp_path / "co"
+    co.mkdir()
+    project(ws, "demo", toml([co], REFS))
+    project(ws, "nul", 'paths = ["/srv/a\\u0000b"]\nmemory = []\n')
+    project(ws, "zeta", toml([], []))
+    Project.load("demo", str(ws)).sync()
+    d, code = doc(ws)
+    assert code == 1
+    by_name = {p["name"]: p for p in d["projects"]}
+    assert list(by_name) == ["demo", "nul", "zeta"]
+    assert set(by_name["nul"]) == {"name", "error"}
+    assert by_name["nul"]["error"]["code"] and by_name["nul"]["error"]["message"]
+    assert by_name["demo"]["checkouts"][0]["sync"]["in_sync"] is True
+    assert by_name["zeta"]["checkouts"] == []
+    text = status(ws)
+    assert text.exit_code == 1
+    lines = text.stdout.splitlines()
+    assert any(line.startswith("demo ") and "in sync" in line for line in lines)
+    assert any(line.startswith("nul ") and "cannot be read" in line for line in lines)
+    assert any(line.startswith("error: project nul:") for line in lines)
+    assert lines[-1] == "status: 3 projects, 1 with errors"
+
+
+@pytest.mark.parametrize("failure", [ValueError("embedded null byte"),
+                                     OSError(5, "Input/output error", "/srv/x")])
+def test_a_project_whose_plan_fails_is_listed_with_its_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: Exception) -> None:
+    """Whatever stops one project's plan (a path the system refuses, a directory that
+    cannot be read) is that project's error; the listing goes on."""
+    ws = make_ws(tmp_path)
+    project(ws, "demo", toml([], REFS))
+    project(ws, "odd", toml([], []))
+    real = Project.plan
+
+    def plan(self: Project, *args: Any, **kwargs: Any) -> Any:
+        if self.name == "odd":
+            raise failure
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Project, "plan", plan)
+    d, code = doc(ws)
+    assert code == 1
+    by_name = {p["name"]: p for p in d["projects"]}
+    assert by_name["demo"]["checkouts"] == []
+    expected = "status.invalid_path" if isinstance(failure, ValueError) else "status.os_error"
+    assert by_name["odd"]["error"]["code"] == expected
+    words = "embedded null byte" if isinstance(failure, ValueError) else "Input/output error"
+    assert words in by_name["odd"]["error"]["message"]

@@ -1,0 +1,84 @@
+"""The ``aikito`` command line (SPEC §9): one module per command, one error handler.
+
+- :mod:`~aikito_mem.cli.sync` — ``sync project``; :mod:`~aikito_mem.cli.apply` —
+  ``apply``; :mod:`~aikito_mem.cli.status`, :mod:`~aikito_mem.cli.doctor`,
+  :mod:`~aikito_mem.cli.adopt` — the commands of the same names;
+- :mod:`~aikito_mem.cli.error_handler` — every command body runs inside it: the signal
+  record installed first, every error mapped to its exit code and its one JSON document,
+  the one place output is written;
+- :mod:`~aikito_mem.cli.options` — options several commands share.
+
+Only ``click`` is imported at start-up; every other room is imported inside the command
+that needs it, so ``aikito --version`` costs what ``import click`` costs ([§12]).
+Commands render a report and exit; outcomes and exit codes are decided by the engine
+(:mod:`aikito_mem.outcome`, the report values of status and doctor, ``aikito_mem.errors``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from aikito_mem import __version__
+from aikito_mem.cli import adopt, apply, doctor, status, sync
+from aikito_mem.cli.error_handler import emit, interruption
+
+
+class AikitoGroup(click.Group):
+    """The root group: the signal record is installed before a subcommand is even parsed
+    ([E5]), and an interrupt that still reaches click (before that) is exit 130 with a
+    message of ours, never click's ``Aborted!``."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from aikito_mem import signals
+
+        with signals.installed():
+            return super().invoke(ctx)
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, **extra)
+        except click.ClickException as exc:
+            exc.show()
+            code = exc.exit_code
+        except click.Abort:
+            import signal
+
+            from aikito_mem.render.text import Display, Output, error_lines
+
+            error = interruption(signal.SIGINT)
+            emit(Output(error.exit_code, errors=error_lines(error, Display())))
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+@click.group(cls=AikitoGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="aikito",
+                      message="%(prog)s %(version)s (aikito_mem)")
+@click.option("--workspace", metavar="PATH", default=None,
+              help="Workspace root (default: $AIKITO_DIR, the pointer file, ~/aikito).")
+@click.pass_context
+def cli(ctx: click.Context, workspace: str | None) -> None:
+    """Make an agent workspace's durable memory visible in project checkouts."""
+    ctx.obj = {"workspace": workspace}
+
+
+cli.add_command(sync.sync)
+cli.add_command(apply.apply_cmd)
+cli.add_command(status.status_cmd)
+cli.add_command(doctor.doctor_cmd)
+cli.add_command(adopt.adopt_cmd)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="aikito")
+
+
+__all__ = ["cli", "main"]

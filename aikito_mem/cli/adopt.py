@@ -1,0 +1,76 @@
+"""``aikito adopt TARGET``: move a real file or directory that blocks a sync into the
+workspace, list it in ``memory`` and link it back (docs/commands.md).
+
+A thin call into :func:`aikito_mem.adopt.adopt`, which returns its ``aikito.adopt/1``
+document and renders its own text.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from aikito_mem.cli.error_handler import error_handler
+from aikito_mem.cli.options import json_option, lock_timeout_option, workspace_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from aikito_mem.errors import AikitoError, InterruptedError_
+    from aikito_mem.render.text import Output
+
+Document = dict[str, Any]
+
+
+class AdoptView:
+    failed_code = "adopt.examine_failed"
+
+    def __init__(self, as_json: bool, *, dry_run: bool) -> None:
+        self.as_json = as_json
+        self.dry_run = dry_run
+
+    def render(self, report: Document) -> Output:
+        from aikito_mem.adopt import text_report
+        from aikito_mem.render.text import Display, Output, message_lines, printable
+
+        if self.as_json:
+            return Output(int(report["exit_code"]), document=report)
+        lines = tuple(printable(line) for line in text_report(report))
+        error = report.get("error")
+        errors = message_lines(str(error["message"]), Display()) if error else ()
+        return Output(int(report["exit_code"]), lines=lines, errors=errors)
+
+    def failed(self, error: AikitoError) -> Document:
+        from aikito_mem.adopt import _doc, _error_doc
+
+        return _error_doc(_doc(None, dry_run=self.dry_run), error)
+
+    def interrupted(self, report: Document, error: InterruptedError_) -> Document:
+        from aikito_mem.adopt import _error_doc
+
+        if report.get("outcome") == error.outcome:
+            return report  # already ended by the signal
+        return _error_doc(dict(report), error)
+
+
+@click.command("adopt")
+@click.argument("target")
+@click.option("--project", metavar="NAME", default=None,
+              help="The project, when the checkout is registered for several.")
+@click.option("--dry-run", is_flag=True, help="Check and print what would happen; write nothing.")
+@json_option("aikito.adopt/1")
+@lock_timeout_option
+@click.pass_context
+def adopt_cmd(ctx: click.Context, target: str, project: str | None, dry_run: bool,
+              as_json: bool, lock_timeout: float) -> None:
+    """Move TARGET (<checkout>/.agents/memory/REL) to <workspace>/memory/REL, add REL to the
+    project's memory list and link it back.
+
+    Exit 0 adopted (or a clean dry run), 1 refused (nothing written) or link blocked by
+    other conflicts, 3 something changed meanwhile, 4 configuration error, 5 a step
+    failed, 6 checkout busy.  Every failure says where the content is.
+    """
+    with error_handler(AdoptView(as_json, dry_run=dry_run)) as handler:
+        from aikito_mem.adopt import adopt
+
+        handler.finish(adopt(target, workspace_of(ctx), project=project, dry_run=dry_run,
+                             lock_timeout=lock_timeout))

@@ -1,0 +1,94 @@
+"""How a sync, a dry run or an apply ends: its outcome word and exit code, decided here.
+
+One frozen :class:`SyncReport` carries everything the ``aikito.sync/1`` document and the
+text report are made of.  The rules that turn a plan, a result or an error into an
+outcome and an exit code (SPEC §9) live in this module and nowhere else; the command line
+only renders a report and exits with its code.
+
+- a dry run of a blocked plan is refused as a whole: :class:`ConflictError`, outcome
+  ``blocked``, exit 1 — nothing would be written ([P3], [E1]);
+- a dry run otherwise is ``planned``, exit 0 — or exit 7 with ``--check`` when the plan
+  has changes to make (a registration included);
+- a real run reports the executor's outcome (``applied`` / ``unchanged``), exit 0;
+- an error reports its own outcome word and exit code (:mod:`aikito_mem.errors`);
+- a signal noticed after the work turns any report into ``interrupted`` (exit 130/143),
+  keeping the statuses of what was done ([E5]).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from aikito_mem.errors import (
+    EXIT_CONFLICT,
+    EXIT_OK,
+    EXIT_PENDING,
+    AikitoError,
+    ConflictError,
+    InterruptedError_,
+    Outcome,
+    exit_code_for,
+)
+from aikito_mem.model import Plan, SyncResult
+
+
+@attrs.frozen
+class SyncReport:
+    """What one ``sync project`` or ``apply`` came to: the one value that is rendered."""
+
+    #: The project name, when known (a broken ``agent.toml`` still names its project).
+    project: str | None
+    #: The physical workspace root, when it was resolved.
+    workspace: str | None
+    dry_run: bool
+    outcome: Outcome
+    exit_code: int
+    plan: Plan | None = None
+    #: The executor's result (per-operation statuses); ``None`` for a dry run.
+    result: SyncResult | None = None
+    #: The error the command ended with (its message goes to stderr).
+    error: AikitoError | None = None
+
+
+def dry_run_report(plan: Plan, *, check: bool = False) -> SyncReport:
+    """The report of a plan that is only shown (``--dry-run``, ``--check``)."""
+    if plan.blocked:
+        n = len(plan.conflicts)
+        error = ConflictError(
+            f"{n} conflict{'s' * (n != 1)} block{'s' * (n == 1)} the plan; nothing would "
+            "be written — resolve each as it says and run again",
+            conflicts=plan.conflicts, plan=plan,
+        )
+        return SyncReport(plan.project, plan.workspace, True, Outcome.BLOCKED, EXIT_CONFLICT,
+                          plan=plan, error=error)
+    code = EXIT_PENDING if check and plan.has_changes else EXIT_OK
+    return SyncReport(plan.project, plan.workspace, True, Outcome.PLANNED, code, plan=plan)
+
+
+def run_report(result: SyncResult) -> SyncReport:
+    """The report of a plan the executor carried out."""
+    plan = result.plan
+    return SyncReport(plan.project, plan.workspace, False, Outcome(result.outcome), EXIT_OK,
+                      plan=plan, result=result)
+
+
+def error_report(error: AikitoError, *, project: str | None, workspace: str | None,
+                 dry_run: bool) -> SyncReport:
+    """The report of a run that ended with ``error``; the plan and the statuses it carries
+    (a refused plan, a partial result) are kept."""
+    result: SyncResult | None = getattr(error, "result", None)
+    plan: Plan | None = result.plan if result is not None else getattr(error, "plan", None)
+    if plan is not None:
+        project = project if project is not None else plan.project
+        workspace = workspace if workspace is not None else plan.workspace
+    return SyncReport(project, workspace, dry_run, Outcome(error.outcome),
+                      exit_code_for(error), plan=plan, result=result, error=error)
+
+
+def interrupted(report: SyncReport, error: InterruptedError_) -> SyncReport:
+    """``report`` ended by a signal noticed after its work: outcome ``interrupted``, exit
+    130/143, every status it had kept."""
+    if report.outcome is Outcome.INTERRUPTED:
+        return report
+    return attrs.evolve(report, outcome=Outcome.INTERRUPTED, exit_code=exit_code_for(error),
+                        error=error)

@@ -1,0 +1,124 @@
+"""The status report as the ``aikito.status/1`` document and as a text table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aikito_mem.model import CheckoutState
+from aikito_mem.render.text import Display, Output, error_json, error_lines, plural, printable
+from aikito_mem.status import (
+    ANCHOR,
+    CONTRACT_VERSION,
+    CheckoutStatus,
+    ProjectStatus,
+    StatusReport,
+    SyncCounts,
+)
+
+SCHEMA = "aikito.status/1"
+
+
+def _checkout_json(co: CheckoutStatus) -> dict[str, Any]:
+    entry: dict[str, Any] = {"label": co.label, "path": co.path, "state": co.state.value}
+    if co.reason:
+        entry["reason"] = co.reason
+    s = co.sync
+    entry["sync"] = None if s is None else {
+        "in_sync": s.in_sync, "create": s.create, "unlink": s.unlink,
+        "conflict": s.conflict, "foreign": s.foreign,
+    }
+    return entry
+
+
+def _project_json(project: ProjectStatus) -> dict[str, Any]:
+    if project.error is not None:
+        return {"name": project.name, "error": error_json(project.error)}
+    return {
+        "name": project.name,
+        "memory": {
+            "anchor": ANCHOR,
+            "references": list(project.references),
+            "notes": {"source": project.notes_source, "location": project.notes_location},
+        },
+        "checkouts": [_checkout_json(co) for co in project.checkouts],
+        "blocked": project.blocked,
+        "warnings": project.warnings,
+    }
+
+
+def document(report: StatusReport) -> dict[str, Any]:
+    """The ``aikito.status/1`` document (docs/commands.md)."""
+    return {
+        "schema": SCHEMA,
+        "contract_version": CONTRACT_VERSION,
+        "workspace": report.workspace,
+        "workspace_source": report.workspace_source,
+        "projects": [_project_json(p) for p in report.projects],
+        "exit_code": report.exit_code,
+        "error": error_json(report.error) if report.error is not None else None,
+    }
+
+
+def _sync_words(sync: SyncCounts | None, state: CheckoutState) -> str:
+    if sync is None:
+        return "offline (not checked)" if state is CheckoutState.OFFLINE else "-"
+    if sync.in_sync:
+        words = "in sync"
+    else:
+        parts = []
+        if sync.create:
+            parts.append(f"{sync.create} to create")
+        if sync.unlink:
+            parts.append(f"{sync.unlink} to unlink")
+        if sync.conflict:
+            parts.append(plural(sync.conflict, "conflict"))
+        words = ", ".join(parts)
+    if sync.foreign:
+        words += f", {plural(sync.foreign, 'foreign entry', 'foreign entries')}"
+    return words
+
+
+def text_table(report: StatusReport) -> list[str]:
+    """One row per project/checkout, then each project's error, then a summary line."""
+    rows: list[tuple[str, str, str, str, str]] = []
+    for project in report.projects:
+        name = printable(project.name)
+        if project.error is not None:
+            rows.append((name, "-", "error", "cannot be read (see below)", ""))
+            continue
+        if not project.checkouts:
+            rows.append((name, "-", "-", "no checkout registered", ""))
+        for co in project.checkouts:
+            rows.append((name, printable(co.label), co.state.value,
+                         _sync_words(co.sync, co.state), printable(co.path)))
+    header = ("PROJECT", "CHECKOUT", "STATE", "SYNC", "PATH")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
+    lines = [printable(f"workspace {report.workspace} ({report.workspace_source})")]
+    for row in [header, *rows]:
+        cells = [row[i].ljust(widths[i]) for i in range(4)]
+        lines.append("  ".join([*cells, row[4]]).rstrip())
+    for project in report.projects:
+        if project.error is not None:
+            lines.append(printable(f"error: project {project.name}: "
+                                   f"{project.error.message}"))
+    broken = sum(1 for p in report.projects if p.error is not None)
+    pending = sum(1 for p in report.projects if p.error is None and not p.in_sync)
+    summary = f"status: {plural(len(report.projects), 'project')}"
+    if pending or broken:
+        extra = [f"{pending} not in sync"] if pending else []
+        if broken:
+            extra.append(f"{broken} with errors")
+        summary += ", " + ", ".join(extra)
+    else:
+        summary += ", all in sync"
+    lines.append(summary)
+    return lines
+
+
+def render(report: StatusReport, display: Display) -> Output:
+    """What ``aikito status`` prints for ``report``."""
+    if display.as_json:
+        return Output(report.exit_code, document=document(report))
+    if report.error is not None:
+        return Output(report.exit_code, errors=error_lines(report.error, display))
+    return Output(report.exit_code, lines=tuple(text_table(report)))
