@@ -20,7 +20,7 @@ test-long: $(STAMP)
 	HYPOTHESIS_PROFILE=long $(PY) -m pytest -q -p no:cacheprovider --run-slow
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check aikito_mem tests
+	$(VENV)/bin/ruff check aikito_mem tests bench
 	$(VENV)/bin/mypy
 
 demo: $(STAMP)
@@ -28,7 +28,7 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m compileall -q aikito_mem
-	$(PY) bench/bench.py $(BENCH_ARGS)
+	$(PY) -m bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

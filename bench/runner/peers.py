@@ -2,11 +2,16 @@
 
 - the reference tool ``aikito==1.61.1`` from PyPI, in its own virtual environment under
   ``bench/.cache/`` (it needs Python >= 3.12, looked up on this machine, never assumed);
-- GNU Stow and strace from Debian, installed with apt-get only when missing, only when
-  running as root, and only if the caller allows installing.
+- GNU Stow and strace from Debian, found on ``PATH``. Installing them is opt-in: only
+  when the caller passes ``allow_install`` (``python -m bench --install``), only when
+  missing, and only as root. Otherwise a missing one is reported with the way to get it
+  (``strace not installed: pass --install or apt-get install strace``).
 
-Nothing here runs during ``make test``. A peer that cannot be had is returned with
-``path=None`` and the reason, so the harness reports it as a "missing" row.
+The reference tool's environment is the benchmark's own set-up, like the project's
+``.venv``: it is created on first use unless ``--no-install`` forbids it, and it changes
+nothing outside ``bench/.cache``. Nothing here runs during ``make test``. A peer that
+cannot be had is returned with ``path=None`` and the reason, so the harness reports it
+as a "missing" row.
 """
 
 from __future__ import annotations
@@ -19,8 +24,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.suite import Built, Workload
+
 REF_VERSION = "1.61.1"
-CACHE = Path(__file__).resolve().parent / ".cache"
+CACHE = Path(__file__).resolve().parents[1] / ".cache"
 
 
 @dataclass
@@ -82,7 +89,8 @@ def reference_tool(allow_install: bool) -> Peer:
     if REF_VERSION in v:
         return Peer("reference", str(exe), v, "cached in bench/.cache/ref-venv", str(py))
     if not allow_install:
-        return Peer("reference", None, reason="not installed (--no-install)")
+        why = "not installed in bench/.cache/ref-venv (--no-install)"
+        return Peer("reference", None, reason=why)
     base = find_python312()
     if base is None:
         return Peer("reference", None, reason="no Python >= 3.12 found (pyenv or PATH)")
@@ -128,13 +136,19 @@ def _apt_install(packages: list[str]) -> str:
     return "" if r.returncode == 0 else f"apt-get install failed: {r.stderr.strip()[-200:]}"
 
 
+def not_installed(name: str) -> str:
+    """The reason shown for a Debian tool that is missing and was not to be installed."""
+    return f"{name} not installed: pass --install or apt-get install {name}"
+
+
 def debian_tool(name: str, allow_install: bool) -> Peer:
-    """``stow`` or ``strace`` from PATH, installed from Debian if missing and allowed."""
+    """``stow`` or ``strace`` from PATH; installed from Debian only when missing and
+    ``allow_install`` (``--install``) — never by default."""
     path = shutil.which(name)
     how = "found on PATH"
     if path is None:
         if not allow_install:
-            return Peer(name, None, reason="not installed (--no-install)")
+            return Peer(name, None, reason=not_installed(name))
         reason = _apt_install([name])
         if reason:
             return Peer(name, None, reason=reason)
@@ -145,3 +159,49 @@ def debian_tool(name: str, allow_install: bool) -> Peer:
     r = _run([path, "--version"], 60)
     first = (r.stdout or r.stderr).strip().splitlines()
     return Peer(name, path, first[0] if first else "", how)
+
+
+# --------------------------------------------------------------------------- GNU Stow
+
+
+def write_stow_scripts(b: Built, stow: str) -> None:
+    """The Stow job scripts ``stow.sh`` and ``stow-empty.sh`` (argument: the variant).
+
+    The nearest equivalent of a sync with GNU Stow: the workspace ``memory/`` directory is
+    the package, each active checkout's ``.agents/memory`` the target. The empty project's
+    package is an empty ``memory/`` directory.
+    """
+    empty_pkg = b.base / "stow-empty"
+    (empty_pkg / "memory").mkdir(parents=True, exist_ok=True)
+    for script, stow_dir, cos in (
+        ("stow.sh", b.ws, b.active),
+        ("stow-empty.sh", empty_pkg, b.empty_active),
+    ):
+        targets = " ".join(f"'{co}/.agents/memory'" for co in cos)
+        (b.base / script).write_text(
+            "#!/bin/sh\n"
+            "# Nearest equivalent of a sync with GNU Stow: the workspace memory/ directory\n"
+            "# is the package, each active checkout's .agents/memory the target.\n"
+            "set -e\n"
+            f"for t in {targets}; do\n"
+            '  case "$1" in\n'
+            f"    cold) mkdir -p \"$t\"; '{stow}' -d '{stow_dir}' -t \"$t\" memory ;;\n"
+            f"    warm) '{stow}' -d '{stow_dir}' -t \"$t\" memory ;;\n"
+            f"    dry) '{stow}' -n -d '{stow_dir}' -t \"$t\" memory ;;\n"
+            "  esac\n"
+            "done\n"
+        )
+
+
+def stow_note(wl: Workload) -> str:
+    """How Stow's job differs from the sync on ``wl`` (a note of its rows)."""
+    parts = ["relative links; no config/validation/plan"]
+    if wl.nested:
+        parts.append("nested refs folded into one dir link")
+    if wl.notes:
+        parts.append("no notes resource")
+    if wl.offline:
+        parts.append("offline checkouts not listed")
+    if wl.active > 1:
+        parts.append(f"{wl.active} stow processes")
+    return "stow: " + ", ".join(parts)

@@ -1,4 +1,5 @@
-"""Synthetic workspaces for the benchmark (SPEC §12).
+"""What the benchmark measures: the workloads and the builders of their workspaces
+(SPEC §12, §13 [G7]). Pure file creation: nothing here starts a process.
 
 Every workload is one workspace directory plus its checkouts. Each tool gets its own
 identical copy (``<root>/<workload>/<tool>/``), so the tools' runs can be interleaved
@@ -14,6 +15,13 @@ without one tool's links becoming another's starting state::
     <base>/co/demo-<i>/                    active checkouts of `demo`
     <base>/co/offline-<i>                  never created: offline checkouts
     <base>/co/empty-<i>/                   checkouts of `empty`
+
+W1+segments adds the skills and project instructions of SPEC §13::
+
+    <base>/ws/skills/<name>/SKILL.md       one directory per skill
+    <base>/ws/agents/<agent>.toml          [agents.<agent>] project_instruction_path = ...
+    <base>/ws/projects/demo/AGENTS.md      the (non-empty) instruction source
+        projects/demo/agent.toml           ... and skills = [...]
 
 The floor script (``floor.py``) does not parse TOML: it reads ``<base>/floor.txt``,
 a plain manifest of the same job written here (see floor.py for its format).
@@ -32,6 +40,25 @@ EMPTY_PROJECT = "empty"
 
 
 @dataclass(frozen=True)
+class Agent:
+    """One agent of the registry ``<ws>/agents/<name>.toml``, in the reference tool's format."""
+
+    name: str
+    display_name: str
+    project_instruction_path: str
+
+
+#: The instruction targets of W1+segments: one at the checkout root, one whose parent
+#: (``.claude``) does not exist in a fresh checkout, so that creating it depends on the
+#: agent being detected (SPEC §13 [G4]). Both agents are detected on every machine
+#: (``commands = ["sh"]``), so a cold run creates both targets.
+AGENTS: tuple[Agent, ...] = (
+    Agent("codex", "Codex", "AGENTS.md"),
+    Agent("claude-code", "Claude Code", ".claude/CLAUDE.md"),
+)
+
+
+@dataclass(frozen=True)
 class Workload:
     """The shape of one synthetic workspace."""
 
@@ -43,37 +70,91 @@ class Workload:
     notes: int = 0  # files in projects/demo/memory/notes/ (0 = no notes resource)
     active: int = 1  # active checkouts
     offline: int = 0  # offline checkouts (paths that do not exist)
+    skills: int = 0  # skills <ws>/skills/<name>/ selected by the project (SPEC §13 [G1])
+    instructions: int = 0  # instruction targets per checkout: the first n of AGENTS ([G3])
+    #: The workload whose round-robin groups this one joins (its ratios to it are fair).
+    group: str = ""
 
     @property
     def refs(self) -> int:
         return self.files + self.dirs + self.nested
 
     @property
-    def resources(self) -> int:
-        """Resources per checkout: references plus the notes resource."""
+    def memory_resources(self) -> int:
+        """Memory resources per checkout: references plus the notes resource."""
         return self.refs + (1 if self.notes else 0)
+
+    @property
+    def segment_resources(self) -> int:
+        """Skills and instruction targets per checkout (SPEC §13)."""
+        return self.skills + self.instructions
+
+    @property
+    def resources(self) -> int:
+        """Resources per checkout, every segment."""
+        return self.memory_resources + self.segment_resources
 
     @property
     def targets(self) -> int:
         """Runtime targets to create across all active checkouts."""
         return self.resources * self.active
 
+    @property
+    def memory_only(self) -> bool:
+        """The job GNU Stow can do too (it has no skills or instructions)."""
+        return self.segment_resources == 0
 
+    @property
+    def group_name(self) -> str:
+        return self.group or self.name
+
+
+W1 = Workload(
+    "W1",
+    "typical: 30 refs (20 files, 5 dirs, 5 nested), notes, 3 checkouts (1 offline)",
+    files=20,
+    dirs=5,
+    nested=5,
+    notes=10,
+    active=2,
+    offline=1,
+)
+W1_SEGMENTS = Workload(
+    "W1+segments",
+    "W1 + 5 skills + 2 instruction targets per checkout (SPEC §13 [G7])",
+    files=20,
+    dirs=5,
+    nested=5,
+    notes=10,
+    active=2,
+    offline=1,
+    skills=5,
+    instructions=len(AGENTS),
+    group="W1",
+)
+W2_10K = Workload("W2-10k", "scale: 10,000 top-level file refs, 1 checkout", files=10000)
 WORKLOADS: tuple[Workload, ...] = (
-    Workload(
-        "W1",
-        "typical: 30 refs (20 files, 5 dirs, 5 nested), notes, 3 checkouts (1 offline)",
-        files=20,
-        dirs=5,
-        nested=5,
-        notes=10,
-        active=2,
-        offline=1,
-    ),
+    W1,
+    W1_SEGMENTS,
     Workload("W2-1k", "scale: 1,000 top-level file refs, 1 checkout", files=1000),
-    Workload("W2-10k", "scale: 10,000 top-level file refs, 1 checkout", files=10000),
+    W2_10K,
     Workload("W3", "wide: 100 refs, 50 checkouts", files=100, active=50),
 )
+#: [G7]: a warm W1+segments sync costs at most this much over the memory-only W1.
+SEGMENTS_LIMIT = 1.10
+
+
+def group_of(name: str) -> str:
+    """The round-robin group of a workload name (itself for names not in WORKLOADS)."""
+    return next((w.group_name for w in WORKLOADS if w.name == name), name)
+
+
+def families(selected: list[Workload]) -> list[list[Workload]]:
+    """``selected`` grouped by ``group_name``, in order: each family is timed together."""
+    out: dict[str, list[Workload]] = {}
+    for wl in selected:
+        out.setdefault(wl.group_name, []).append(wl)
+    return list(out.values())
 
 
 @dataclass
@@ -89,11 +170,17 @@ class Built:
     empty_active: list[Path]
     manifest: Path
     notes_source: Path | None
-    extra: dict[str, object] = field(default_factory=dict)
+    skills: list[str] = field(default_factory=list)
+    instruction_targets: list[str] = field(default_factory=list)
 
     @property
     def agent_toml(self) -> Path:
         return self.ws / "projects" / PROJECT / "agent.toml"
+
+    @property
+    def empty_manifest(self) -> Path:
+        """The floor manifest of the empty project (the syscall baseline)."""
+        return self.base / "floor-empty.txt"
 
 
 def _toml_list(items: list[str]) -> str:
@@ -103,8 +190,21 @@ def _toml_list(items: list[str]) -> str:
     return "[\n" + "".join(f"    {json.dumps(i)},\n" for i in items) + "]"
 
 
-def _agent_toml(name: str, paths: list[str], memory: list[str]) -> str:
-    return f'name = "{name}"\npaths = {_toml_list(paths)}\nmemory = {_toml_list(memory)}\n'
+def _agent_toml(name: str, paths: list[str], memory: list[str], skills: list[str]) -> str:
+    text = f'name = "{name}"\npaths = {_toml_list(paths)}\nmemory = {_toml_list(memory)}\n'
+    return text + (f"skills = {_toml_list(skills)}\n" if skills else "")
+
+
+def agent_registry_toml(agent: Agent) -> str:
+    """``agents/<name>.toml`` as the reference tool writes it (SPEC §13 [G3])."""
+    return (
+        f"[agents.{agent.name}]\n"
+        f"display_name = {json.dumps(agent.display_name)}\n"
+        f"project_instruction_path = {json.dumps(agent.project_instruction_path)}\n"
+        "\n"
+        f"[agents.{agent.name}.detect]\n"
+        'commands = ["sh"]\n'
+    )
 
 
 def _make_sources(mem: Path, files: int, dirs: int, nested: int) -> list[str]:
@@ -128,6 +228,28 @@ def _make_sources(mem: Path, files: int, dirs: int, nested: int) -> list[str]:
     return refs
 
 
+def _make_skills(ws: Path, n: int) -> list[str]:
+    """``n`` skill directories ``<ws>/skills/<name>/SKILL.md``; returns their names."""
+    names = [f"skill-{i:02d}" for i in range(n)]
+    for name in names:
+        (ws / "skills" / name).mkdir(parents=True)
+        (ws / "skills" / name / "SKILL.md").write_text(
+            f"---\nname: {name}\ndescription: benchmark skill {name}\n---\n\n# {name}\n"
+        )
+    return names
+
+
+def _make_instructions(ws: Path, project: Path, n: int) -> list[str]:
+    """A non-empty ``AGENTS.md`` and the registry of the first ``n`` agents; returns the
+    instruction targets (relative to a checkout)."""
+    if not n:
+        return []
+    (project / "AGENTS.md").write_text(f"# {project.name}\n\nProject instructions.\n")
+    for agent in AGENTS[:n]:
+        (ws / "agents" / f"{agent.name}.toml").write_text(agent_registry_toml(agent))
+    return [a.project_instruction_path for a in AGENTS[:n]]
+
+
 def build(wl: Workload, base: Path) -> Built:
     """Create the workspace and (empty) checkouts of ``wl`` in directory ``base``."""
     if base.exists():
@@ -139,6 +261,7 @@ def build(wl: Workload, base: Path) -> Built:
     (ws / "layout.toml").write_text("version = 2\n")
 
     refs = _make_sources(mem, wl.files, wl.dirs, wl.nested)
+    skills = _make_skills(ws, wl.skills)
 
     cos = base / "co"
     cos.mkdir()
@@ -152,30 +275,39 @@ def build(wl: Workload, base: Path) -> Built:
 
     proj = ws / "projects" / PROJECT
     proj.mkdir(parents=True)
-    (proj / "agent.toml").write_text(_agent_toml(PROJECT, paths, refs))
+    (proj / "agent.toml").write_text(_agent_toml(PROJECT, paths, refs, skills))
     notes_source: Path | None = None
     if wl.notes:
         notes_source = proj / "memory" / "notes"
         notes_source.mkdir(parents=True)
         for i in range(wl.notes):
             (notes_source / f"note-{i:02d}.md").write_text("note\n")
+    instruction_targets = _make_instructions(ws, proj, wl.instructions)
 
     eproj = ws / "projects" / EMPTY_PROJECT
     eproj.mkdir()
     (eproj / "agent.toml").write_text(
-        _agent_toml(EMPTY_PROJECT, [str(p) for p in empty_active], [])
+        _agent_toml(EMPTY_PROJECT, [str(p) for p in empty_active], [], [])
     )
 
-    # Plain-text manifest for floor.py: "W <workspace>", "N <notes source>",
-    # "A <active checkout>", "O <offline checkout>", then "R <ref>" lines.
+    # Plain-text manifest for floor.py (its docstring has the format).
     manifest = base / "floor.txt"
     lines = [f"W {ws}"]
     if notes_source is not None:
         lines.append(f"N {notes_source}")
     lines += [f"A {p}" for p in active] + [f"O {p}" for p in offline]
     lines += [f"R {r}" for r in refs]
+    lines += [f"L {ws / 'skills' / s} .agents/skills/{s}" for s in skills]
+    if instruction_targets:
+        lines.append(f"I {proj / 'AGENTS.md'}")
+        lines += [f"L {proj / 'AGENTS.md'} {t}" for t in instruction_targets]
     manifest.write_text("\n".join(lines) + "\n")
-    return Built(wl, base, ws, refs, active, offline, empty_active, manifest, notes_source)
+    empty = [f"W {ws}"] + [f"A {p}" for p in empty_active]
+    (base / "floor-empty.txt").write_text("\n".join(empty) + "\n")
+    return Built(
+        wl, base, ws, refs, active, offline, empty_active, manifest, notes_source,
+        skills, instruction_targets,
+    )  # fmt: skip
 
 
 def reset_checkouts(checkouts: list[Path], trash: Path) -> None:
@@ -210,12 +342,35 @@ def count_links(built: Built) -> int:
     return n
 
 
+def count_segment_links(built: Built) -> int:
+    """Skill links and instruction targets that are symlinks, across the active checkouts."""
+    n = 0
+    for co in built.active:
+        targets = [co / ".agents" / "skills" / s for s in built.skills]
+        targets += [co / t for t in built.instruction_targets]
+        n += sum(1 for t in targets if t.is_symlink())
+    return n
+
+
+def links_note(built: Built) -> str:
+    """'' when every expected link exists after a run, else what is short."""
+    wl = built.wl
+    notes = []
+    n, want = count_links(built), wl.memory_resources * wl.active
+    if n != want:
+        notes.append(f"created {n} of {want} expected links")
+    n, want = count_segment_links(built), wl.segment_resources * wl.active
+    if n != want:
+        notes.append(f"created {n} of {want} expected skill/instruction links")
+    return "; ".join(notes)
+
+
 # --------------------------------------------------------------------------- W4: status
 
 
 @dataclass(frozen=True)
 class StatusWorkload:
-    """Many W1-like projects in one workspace, for ``aikito status`` (issue 6).
+    """Many W1-like projects in one workspace, for ``aikito status``.
 
     Every project references the same shared sources (the W1 mix) and has its own notes
     directory and its own active checkouts; there are no offline checkouts.
@@ -248,6 +403,12 @@ W4 = StatusWorkload(
     "W4",
     "status: 50 projects x 2 active checkouts x 30 refs (20 files, 5 dirs, 5 nested) + notes",
 )
+STATUS_HALF = 25  # the smaller workspace of the linearity check
+V_STATUS = f"status {W4.projects}p"
+V_STATUS_JSON = f"status --json {W4.projects}p"
+V_STATUS_HALF = f"status {STATUS_HALF}p"
+V_SINGLE = f"dry-run 1 of {W4.projects}p"
+STATUS_VARIANTS = (V_STATUS, V_STATUS_JSON, V_STATUS_HALF, V_SINGLE, "-")
 
 
 @dataclass
@@ -282,7 +443,7 @@ def build_status(wl: StatusWorkload, base: Path, projects: int) -> StatusBuilt:
             co.mkdir(parents=True)
         proj = ws / "projects" / name
         proj.mkdir()
-        (proj / "agent.toml").write_text(_agent_toml(name, [str(c) for c in cos], refs))
+        (proj / "agent.toml").write_text(_agent_toml(name, [str(c) for c in cos], refs, []))
         if wl.notes:
             notes = proj / "memory" / "notes"
             notes.mkdir(parents=True)
