@@ -113,10 +113,14 @@ def test_w1_and_w1_segments_are_timed_in_one_family() -> None:
 
 def test_the_engine_plans_the_w1_segments_workspace(tmp_path: Path) -> None:
     """The row runs whatever the engine makes of the skill and instruction keys: the
-    workspace is accepted and its memory is planned in full, without a conflict."""
+    workspace is accepted and its memory is planned in full, without a conflict; the
+    engine's registry reads the two agent files as the two instruction targets."""
     from aikito_mem.api import Project
+    from aikito_mem.registry import load_registry
 
     b = suite.build(suite.W1_SEGMENTS, tmp_path / "seg")
+    targets = load_registry(str(b.ws)).targets
+    assert sorted(t.path for t in targets) == sorted(b.instruction_targets)
     plan = Project.load(suite.PROJECT, str(b.ws), environ={"HOME": str(tmp_path)}).plan()
     actions = [op.action.value for op in plan.operations]
     assert "CONFLICT" not in actions
