@@ -11,7 +11,7 @@ plan (a dry run stops after planning and writes nothing):
 - :func:`init_project` creates ``projects/NAME/agent.toml`` from a small commented
   template, registering a checkout when one is given.
 
-Rules (decisions where SPEC is silent are in docs/commands.md, "aikito init"):
+Rules (decisions where SPEC is silent are written down in docs/commands.md, "`aikito init`"):
 
 - Nothing is ever replaced: directories are made with ``mkdir`` (which fails on any
   existing entry), files with :func:`aikito_mem.fsutil.create_new` (temporary file, then a
