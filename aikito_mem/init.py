@@ -426,9 +426,15 @@ def init_project(
         projects = f"{ws.root}/projects"
         check_path_text(projects, "the workspace path")
         st = _lstat(projects)
-        if st is None or not stat.S_ISDIR(st.st_mode):
+        if st is None:
+            raise ConfigError(
+                f"{projects} does not exist (any more); expected the workspace's projects "
+                "directory — run aikito init to create it",
+                code="config.workspace_no_projects", path=projects,
+            )
+        if not stat.S_ISDIR(st.st_mode):
             raise _wrong_type(projects, "a directory (aikito init project writes only "
-                              "through real directories)", st or os.lstat(projects))
+                              "through real directories)", st)
         anchor = projects
         project_dir = f"{projects}/{name}"
         dir_exists = _observe(project_dir, EntryKind.DIRECTORY, [], symlink_ok=False)

@@ -93,9 +93,9 @@ def workspace_target(
             origin = {"argument": "the PATH argument", "AIKITO_DIR": "AIKITO_DIR",
                       "default": "the default ~/aikito"}[found_via]
             raise ConfigError(
-                f"workspace {given!r} ({origin}) is not an absolute path (empty, or '~' "
-                "cannot be expanded because HOME is not set); expected an absolute "
-                "directory path — pass PATH as an absolute path",
+                f"workspace {given!r} ({origin}) is not an absolute path (empty, relative, "
+                "'~user', or '~' without HOME set); expected an absolute directory path — "
+                "pass PATH as an absolute path",
                 code="config.workspace_not_absolute", path=given,
             )
     check_path_text(expanded, "workspace path")

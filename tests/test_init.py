@@ -502,3 +502,20 @@ def test_project_checkout_with_dotdot_is_resolved_by_the_kernel(
     os.symlink(str(tmp_path / "real" / "sub"), tmp_path / "link")
     report = init_project(root, "demo", f"{tmp_path}/link/../co", environ=env(home))
     assert report.registered_as == report.checkout == f"{tmp_path}/real/co"
+
+
+def test_project_in_a_workspace_whose_projects_vanished(tmp_path: Path) -> None:
+    from aikito_mem.discovery import Workspace
+
+    gone = Workspace(root=str(tmp_path), found_via="option", given=str(tmp_path))
+    with pytest.raises(ConfigError) as info:
+        init_project(gone, "demo")
+    assert info.value.code == "config.workspace_no_projects"
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("given", ["~nobody/ws", ""])
+def test_workspace_path_that_cannot_be_made_absolute(home: str, given: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        init_workspace(given, environ=env(home))
+    assert info.value.code == "config.workspace_not_absolute"

@@ -315,3 +315,27 @@ def test_an_existing_workspace_swapped_for_a_symlink_is_never_written_through(
         init_workspace(str(root), environ={"HOME": home})
     assert os.listdir(outside) == []
     assert os.listdir(tmp_path / "moved") == []
+
+
+@pytest.mark.mount
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_read_only_project_directory_is_refused_before_any_write(
+    home: str, tmp_path: Path, dry_run: bool
+) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a filesystem")
+    root = init_workspace(str(tmp_path / "ws"), environ={"HOME": home}).workspace
+    project = Path(root, "projects", "demo")
+    project.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(project)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"mount failed: {proc.stderr.strip()}")
+    try:
+        before = _trees(tmp_path, home)
+        with pytest.raises(ConfigError) as info:
+            init_project(root, "demo", dry_run=dry_run, environ={"HOME": home})
+        assert info.value.code == "config.init_not_writable"
+        assert _trees(tmp_path, home) == before
+    finally:
+        subprocess.run(["umount", str(project)], capture_output=True, check=False)
