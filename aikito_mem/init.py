@@ -366,6 +366,20 @@ def init_workspace(
 # --------------------------------------------------------------------------- project
 
 
+def _checked_checkout(text: bytes, name: str, project_dir: str, home: str | None) -> str:
+    """Read the new ``agent.toml`` as a sync will, and classify its checkout the same way:
+    one inside the workspace's ``memory/``, ``skills/`` or the project's memory tree is a
+    ``ConfigError`` (``config.checkout_in_workspace``).  Returns its physical path."""
+    from aikito_mem.checkouts import slots
+    from aikito_mem.config import parse_project_config
+    from aikito_mem.observe import Observer
+
+    config = parse_project_config(text, name=name, project_dir=project_dir,
+                                  config_path=f"{project_dir}/agent.toml", home=home or "")
+    (slot,) = slots(config, Observer(), strict=True)
+    return slot.path
+
+
 def project_config_text(name: str, paths: tuple[str, ...]) -> str:
     """The commented ``agent.toml`` template of a new project ([C2], [C5])."""
     return (
@@ -419,9 +433,9 @@ def init_project(
             workspace, environ=env)
         _check_project_name(name)
         registered: tuple[str, ...] = ()
-        physical: str | None = None
+        given: str | None = None
         if checkout is not None:
-            physical, spelled = checkout_registration(checkout, ws.root, home)
+            given, spelled = checkout_registration(checkout, home)
             registered = (spelled,)
         projects = f"{ws.root}/projects"
         check_path_text(projects, "the workspace path")
@@ -446,6 +460,7 @@ def init_project(
                 code="config.project_exists", path=config,
             )
         text = project_config_text(name, registered).encode("utf-8")
+        physical = _checked_checkout(text, name, project_dir, home) if given else None
         steps = [
             _Step(anchor, (name,), EntryKind.DIRECTORY, "project", exists=dir_exists),
             _Step(anchor, (name, "agent.toml"), EntryKind.FILE, "project_config", data=text),

@@ -23,7 +23,6 @@ __all__ = [
     "PointerStep",
     "check_path_text",
     "checkout_registration",
-    "home_form",
     "pointer_plan",
     "split_existing",
     "workspace_target",
@@ -136,72 +135,39 @@ def split_existing(path: str) -> tuple[str, tuple[str, ...]]:
     return os.path.realpath(base), missing
 
 
-def home_form(path: str, home: str | None) -> str | None:
-    """``~`` or ``~/…`` for a path under ``home`` (not ``/``), else ``None``."""
-    if not home:
-        return None
-    home = home.rstrip("/")
-    if not home:
-        return None
-    if path == home:
-        return "~"
-    if path.startswith(home + "/"):
-        return "~/" + path[len(home) + 1 :]
-    return None
+def checkout_registration(checkout: str, home: str | None) -> tuple[str, str]:
+    """``(absolute path, registered spelling)`` of an ``init project`` checkout ([K4]).
 
-
-def checkout_registration(
-    checkout: str, workspace_root: str, home: str | None
-) -> tuple[str, str]:
-    """``(physical path, registered spelling)`` of an ``init project`` checkout ([K4]).
-
-    The checkout must exist and be a directory (never created).  It is registered as
-    ``~/…`` when under the home directory (so one ``agent.toml`` serves every machine),
-    else as an absolute path: as spelled, normalised; with a ``..`` component, as the
-    kernel resolves it ([K1]).  A checkout inside the workspace's ``memory/`` or
-    ``skills/`` is refused: its sync would link the workspace into itself.
+    The same as ``aikito sync project NAME PATH`` registers: the path as the kernel
+    reaches it (:func:`aikito_mem.checkouts.given_path`: relative to the current directory,
+    a ``..`` resolved physically), written ``~/…`` when under the home directory, else
+    absolute (:func:`aikito_mem.config_edit.registered_form`).  It must be an existing
+    directory: a checkout is never created.
     """
+    from aikito_mem.checkouts import given_path
+    from aikito_mem.config_edit import registered_form
+
     check_path_text(checkout, "checkout path")
     expanded = expand_home(checkout, home)
-    if not os.path.isabs(expanded):
-        if expanded.startswith("~") or not expanded:
-            raise ConfigError(
-                f"checkout path {checkout!r} is not a usable path ('~' cannot be expanded, "
-                "or it is empty); expected an existing directory — pass an absolute path",
-                code="config.checkout_missing", path=checkout,
-            )
-        expanded = os.path.join(_cwd(), expanded)
-    if ".." in expanded.split("/"):
-        spelled = os.path.realpath(expanded)
-    else:
-        spelled = os.path.normpath(expanded)
-        if spelled.startswith("//"):
-            spelled = "/" + spelled.lstrip("/")
+    if expanded.startswith("~") or not expanded:
+        raise ConfigError(
+            f"checkout path {checkout!r} cannot be used ('~user', '~' without HOME set, or "
+            "empty); expected the path of an existing directory — pass an absolute path",
+            code="config.checkout_path", path=checkout,
+        )
+    given = given_path(expanded)
     try:
-        st: os.stat_result | None = os.stat(spelled)
+        st: os.stat_result | None = os.stat(given)
     except OSError:
         st = None
     if st is None or not stat.S_ISDIR(st.st_mode):
         found = "does not exist" if st is None else f"is {fsutil.describe_mode(st.st_mode)}"
         raise ConfigError(
-            f"checkout {spelled} {found}; expected an existing directory (a checkout is "
-            "never created) — clone or create it first, or pass the right path",
-            code="config.checkout_missing", path=spelled,
+            f"checkout {given} {found}; expected an existing directory (aikito never "
+            "creates a checkout) — clone or create it first, or pass the right path",
+            code="config.checkout_path", path=given,
         )
-    physical = os.path.realpath(spelled)
-    for area in ("memory", "skills"):
-        inside = os.path.realpath(os.path.join(workspace_root, area))
-        if physical == inside or physical.startswith(inside + "/"):
-            raise ConfigError(
-                f"checkout {spelled} is inside the workspace's {area}/ directory "
-                f"({inside}); its sync would link the workspace into itself — expected a "
-                "checkout outside the workspace's memory/ and skills/",
-                code="config.checkout_in_workspace", path=spelled,
-            )
-    registered = home_form(spelled, home)
-    if registered is None and home:
-        registered = home_form(physical, os.path.realpath(home))
-    return physical, registered or spelled
+    return given, registered_form(given, home)
 
 
 # --------------------------------------------------------------------------- pointer

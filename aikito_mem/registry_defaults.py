@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import attrs
 
-__all__ = ["AGENTS", "AgentDefault", "registry_text", "toml_list", "toml_string"]
+from aikito_mem.config_edit import toml_basic_string
+
+__all__ = ["AGENTS", "AgentDefault", "registry_text", "toml_list"]
 
 
 @attrs.frozen
@@ -50,24 +52,9 @@ AGENTS: tuple[AgentDefault, ...] = (
 )
 
 
-def toml_string(value: str) -> str:
-    """``value`` as a TOML basic string: ``"``, ``\\`` and control characters escaped."""
-    out = ['"']
-    for ch in value:
-        code = ord(ch)
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif code < 0x20 or 0x7F <= code <= 0x9F:
-            out.append(f"\\u{code:04X}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
 def toml_list(values: tuple[str, ...] | list[str]) -> str:
     """A one-line TOML array of basic strings."""
-    return "[" + ", ".join(toml_string(v) for v in values) + "]"
+    return "[" + ", ".join(toml_basic_string(v) for v in values) + "]"
 
 
 def registry_text(agent: AgentDefault) -> str:
@@ -79,8 +66,8 @@ def registry_text(agent: AgentDefault) -> str:
         "# A target whose parent directory is missing is created only where the agent is\n"
         "# detected.  Delete this file if you do not use this agent.\n"
         f"[agents.{agent.name}]\n"
-        f"display_name = {toml_string(agent.display_name)}\n"
-        f"project_instruction_path = {toml_string(agent.project_instruction_path)}\n"
+        f"display_name = {toml_basic_string(agent.display_name)}\n"
+        f"project_instruction_path = {toml_basic_string(agent.project_instruction_path)}\n"
         "\n"
         f"[agents.{agent.name}.detect]\n"
         f"commands = {toml_list(agent.commands)}\n"

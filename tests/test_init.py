@@ -84,6 +84,16 @@ def test_registry_files_hold_only_their_own_agents_table(home: str) -> None:
     assert by_name["codex"] == "AGENTS.md"
 
 
+def test_the_engine_reads_the_default_registry(home: str) -> None:
+    from aikito_mem.registry import load_registry
+
+    registry = load_registry(made_workspace(home))
+    assert {t.path: set(t.agents) for t in registry.targets} == {
+        "AGENTS.md": {a.name for a in AGENTS} - {"claude-code"},
+        ".claude/CLAUDE.md": {"claude-code"},
+    }
+
+
 def test_path_argument_wins_and_relative_is_resolved_against_cwd(
     home: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -429,11 +439,13 @@ def test_project_never_written_through_a_symlink(home: str, tmp_path: Path, kind
 @pytest.mark.parametrize(
     ("make", "code"),
     [
-        (lambda t, root: f"{t}/missing", "config.checkout_missing"),
-        (lambda t, root: (Path(t, "f").write_text("x"), f"{t}/f")[1], "config.checkout_missing"),
+        (lambda t, root: f"{t}/missing", "config.checkout_path"),
+        (lambda t, root: (Path(t, "f").write_text("x"), f"{t}/f")[1], "config.checkout_path"),
         (lambda t, root: (os.makedirs(f"{root}/memory/co"), f"{root}/memory/co")[1],
          "config.checkout_in_workspace"),
         (lambda t, root: f"{root}/skills", "config.checkout_in_workspace"),
+        (lambda t, root: (os.makedirs(f"{root}/projects/demo/memory/x"),
+                          f"{root}/projects/demo/memory/x")[1], "config.checkout_in_workspace"),
         (lambda t, root: f"{t}/bad\x7fname", "config.init_path"),
     ],
 )
@@ -519,3 +531,25 @@ def test_workspace_path_that_cannot_be_made_absolute(home: str, given: str) -> N
     with pytest.raises(ConfigError) as info:
         init_workspace(given, environ=env(home))
     assert info.value.code == "config.workspace_not_absolute"
+
+
+def test_the_reference_tool_accepts_the_workspace(home: str) -> None:
+    """Where ``make bench`` installed the reference tool (``aikito`` 1.61.1), it syncs a
+    project of a workspace made here without complaint."""
+    import subprocess
+
+    exe = Path(__file__).resolve().parent.parent / "bench" / ".cache" / "ref-venv" / "bin" / (
+        "aikito")
+    if not exe.exists():
+        pytest.skip("the reference tool is not installed (make bench installs it)")
+    root = made_workspace(home)
+    co = Path(home, "code", "demo")
+    co.mkdir(parents=True)
+    init_project(root, "demo", str(co), environ=env(home))
+    Path(root, "projects", "demo", "AGENTS.md").write_text("# demo\n")
+    proc = subprocess.run(
+        [str(exe), "sync", "project", "demo", "--dry-run"], capture_output=True, text=True,
+        timeout=300, env={"HOME": home, "AIKITO_DIR": root, "PATH": "/usr/bin:/bin"},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"{co}/AGENTS.md" in proc.stdout
