@@ -2,16 +2,27 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+# Two stamps: the runtime package alone (make demo) and with the test and lint tools
+# (make test, make lint, make bench).  Both are editable installs of this tree; the
+# second one satisfies the first.
+VENV_STAMP := $(VENV)/.created
+RUNTIME_STAMP := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-long lint bench clean
-
-$(STAMP): pyproject.toml
+$(VENV_STAMP):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	touch $(VENV_STAMP)
+
+$(RUNTIME_STAMP): pyproject.toml $(VENV_STAMP)
+	$(PY) -m pip install -q --config-settings editable_mode=compat -e .
+	$(PY) -m compileall -q aikito_mem
+	touch $(RUNTIME_STAMP)
+
+$(STAMP): pyproject.toml $(VENV_STAMP)
 	$(PY) -m pip install -q --config-settings editable_mode=compat -e '.[test,lint]'
 	$(PY) -m compileall -q aikito_mem
-	touch $(STAMP)
+	touch $(RUNTIME_STAMP) $(STAMP)
 
 test: $(STAMP)
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -q -p no:cacheprovider
@@ -23,7 +34,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check aikito_mem tests bench
 	$(VENV)/bin/mypy
 
-demo: $(STAMP)
+demo: $(RUNTIME_STAMP)
 	$(PY) fixtures/demo.py
 
 bench: $(STAMP)

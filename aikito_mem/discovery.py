@@ -305,3 +305,9 @@ def resolve_workspace(
             path=root,
         )
     return Workspace(root=root, found_via=found_via, given=given)
+
+
+def pointer_path(environ: Mapping[str, str] | None = None) -> str | None:
+    """Where the pointer file of [W1] is for ``environ``; ``None`` when no home is known."""
+    env = os.environ if environ is None else environ
+    return _pointer_path(env, home_directory(env))

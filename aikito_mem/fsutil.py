@@ -15,7 +15,9 @@ rules are written once:
   failure before the rename.  A failed directory ``fsync`` is an error (the file is in
   place but not yet durable), except where the filesystem cannot sync directories at all
   (``EINVAL``/``ENOTSUP``).
-- :func:`rename_noreplace` never replaces an existing destination.
+- :func:`rename_noreplace` never replaces an existing destination; :func:`create_new`
+  creates a file that did not exist (temporary file, then a no-replace rename), and
+  :func:`open_subdir` opens a directory without following a symlink.
 
 Modelled on pip's ``adjacent_tmp_file`` + ``replace`` and installer's single guarded write.
 Errors are plain :class:`OSError` (or the two subclasses below); each caller turns them
@@ -223,13 +225,13 @@ _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
 
 
-def rename_noreplace(src: str, dst: str) -> None:
+def rename_noreplace(src: str, dst: str, *, dir_fd: int | None = None) -> None:
     """``rename(src, dst)`` that never replaces an existing ``dst``.
 
     ``renameat2(..., RENAME_NOREPLACE)`` through libc; where unavailable (old libc, or the
     filesystem rejects the flag with ``EINVAL``/``ENOSYS``/``ENOTSUP``) the fallback checks
     that ``dst`` is absent just before ``os.rename`` (racy in theory; documented in
-    docs/safety.md).
+    docs/safety.md).  With ``dir_fd`` both names are relative to that directory.
     """
     import ctypes
 
@@ -242,16 +244,18 @@ def rename_noreplace(src: str, dst: str) -> None:
         fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
                        ctypes.c_uint]
         fn.restype = ctypes.c_int
-        if fn(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst),
-              _RENAME_NOREPLACE) == 0:
+        at = _AT_FDCWD if dir_fd is None else dir_fd
+        if fn(at, os.fsencode(src), at, os.fsencode(dst), _RENAME_NOREPLACE) == 0:
             return
         err = ctypes.get_errno()
         if err not in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
             raise OSError(err, os.strerror(err), src, None, dst)
-    if os.path.lexists(dst):
-        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), src, None, dst)
-    os.rename(src, dst)
-
+    try:
+        os.lstat(dst, dir_fd=dir_fd)
+    except FileNotFoundError:
+        os.rename(src, dst, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        return
+    raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), src, None, dst)
 
 
 def is_blank(path: str, *, follow: bool = False, chunk: int = 1 << 16) -> bool:
@@ -277,3 +281,53 @@ def is_blank(path: str, *, follow: bool = False, chunk: int = 1 << 16) -> bool:
                 return False
     finally:
         os.close(fd)
+
+
+_SUBDIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def open_subdir(dir_fd: int | None, name: str) -> int:
+    """An ``O_DIRECTORY|O_NOFOLLOW`` descriptor of ``name`` in ``dir_fd`` (or the path
+    ``name`` itself when ``dir_fd`` is ``None``).
+
+    A symlink or a non-directory is refused with the :class:`OSError` of the ``open``
+    (``ENOTDIR``, or ``ELOOP`` for a symlink on some systems): nothing is ever reached
+    through a link.
+    """
+    return os.open(name, _SUBDIR_FLAGS, dir_fd=dir_fd)
+
+
+def create_new(dir_fd: int, name: str, data: bytes) -> None:
+    """Create the file ``name`` in ``dir_fd`` holding ``data``; never replace anything.
+
+    The bytes go to a temporary file (created ``O_EXCL|O_NOFOLLOW`` with mode ``0o666``,
+    so the umask decides the permissions as for any new file), which is ``fsync``\\ ed
+    and renamed to ``name`` with :func:`rename_noreplace`, then the directory is
+    ``fsync``\\ ed: ``name`` appears whole or not at all.  When ``name`` exists (whatever it
+    is: a file, a directory, a symlink even dangling) :class:`FileExistsError` is raised
+    and nothing is changed (an entry found before the temporary file is made leaves even
+    the directory's times alone).  The temporary file is removed on every failure.
+    """
+    try:
+        os.lstat(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        pass
+    else:
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), name)
+    fd = -1
+    temp: str | None = None
+    try:
+        fd, temp = create_temp(dir_fd, name, mode=0o666)
+        write_all(fd, data)
+        os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        rename_noreplace(temp, name, dir_fd=dir_fd)
+        temp = None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+        if temp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=dir_fd)
+    fsync_dir(dir_fd)

@@ -114,3 +114,116 @@ def test_is_blank(tmp_path):
     with pytest.raises(OSError):
         fsutil.is_blank(str(tmp_path / "link"))
     assert fsutil.is_blank(str(tmp_path / "link"), follow=True) is False
+
+
+# -- create_new, rename_noreplace(dir_fd=), open_subdir -----------------------------------
+
+
+def _in_dir(path, fn):
+    fd = fsutil.open_dir(str(path))
+    try:
+        return fn(fd)
+    finally:
+        os.close(fd)
+
+
+def test_create_new_creates_a_whole_file_with_umask_permissions(tmp_path):
+    old = os.umask(0o027)
+    try:
+        _in_dir(tmp_path, lambda fd: fsutil.create_new(fd, "f", b"data\n"))
+    finally:
+        os.umask(old)
+    assert (tmp_path / "f").read_bytes() == b"data\n"
+    assert os.stat(tmp_path / "f").st_mode & 0o777 == 0o640
+    assert os.listdir(tmp_path) == ["f"]
+
+
+@pytest.mark.parametrize("kind", ["file", "dir", "dangling symlink", "symlink to dir"])
+def test_create_new_never_replaces_anything(tmp_path, kind):
+    from tests.snapshots import snapshot
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = tmp_path / "d" / "f"
+    target.parent.mkdir()
+    if kind == "file":
+        target.write_text("mine")
+    elif kind == "dir":
+        target.mkdir()
+    elif kind == "dangling symlink":
+        os.symlink(str(outside / "nothing"), target)
+    else:
+        os.symlink(str(outside), target)
+    before = snapshot(tmp_path)
+    with pytest.raises(FileExistsError):
+        _in_dir(target.parent, lambda fd: fsutil.create_new(fd, "f", b"new"))
+    assert snapshot(tmp_path) == before
+
+
+def test_create_new_removes_its_temporary_file_on_failure(tmp_path, monkeypatch):
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(fsutil, "write_all", full)
+    with pytest.raises(OSError) as info:
+        _in_dir(tmp_path, lambda fd: fsutil.create_new(fd, "f", b"x"))
+    assert info.value.errno == errno.ENOSPC
+    assert os.listdir(tmp_path) == []
+
+
+def test_rename_noreplace_relative_to_a_directory(tmp_path):
+    (tmp_path / "a").write_text("a")
+    (tmp_path / "b").write_text("b")
+    with pytest.raises(FileExistsError):
+        _in_dir(tmp_path, lambda fd: fsutil.rename_noreplace("a", "b", dir_fd=fd))
+    assert (tmp_path / "b").read_text() == "b"
+    _in_dir(tmp_path, lambda fd: fsutil.rename_noreplace("a", "c", dir_fd=fd))
+    assert sorted(os.listdir(tmp_path)) == ["b", "c"]
+
+
+def test_rename_noreplace_fallback_without_renameat2(tmp_path, monkeypatch):
+    import ctypes
+
+    def no_libc(*args, **kwargs):
+        raise OSError("no libc")
+
+    monkeypatch.setattr(ctypes, "CDLL", no_libc)
+    (tmp_path / "a").write_text("a")
+    (tmp_path / "b").write_text("b")
+    with pytest.raises(FileExistsError):
+        _in_dir(tmp_path, lambda fd: fsutil.rename_noreplace("a", "b", dir_fd=fd))
+    assert (tmp_path / "b").read_text() == "b"
+    _in_dir(tmp_path, lambda fd: fsutil.rename_noreplace("a", "c", dir_fd=fd))
+    assert sorted(os.listdir(tmp_path)) == ["b", "c"]
+
+
+def test_open_subdir_never_follows_a_symlink(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "file").write_text("x")
+    os.symlink("real", tmp_path / "link")
+    fd = fsutil.open_subdir(None, str(tmp_path))
+    try:
+        os.close(fsutil.open_subdir(fd, "real"))
+        with pytest.raises(OSError) as info:
+            fsutil.open_subdir(fd, "link")
+        assert info.value.errno in (errno.ELOOP, errno.ENOTDIR)
+        with pytest.raises(OSError) as info:
+            fsutil.open_subdir(fd, "file")
+        assert info.value.errno == errno.ENOTDIR
+    finally:
+        os.close(fd)
+
+
+def test_create_new_never_replaces_an_entry_that_appears_during_the_write(tmp_path, monkeypatch):
+    real_create_temp = fsutil.create_temp
+
+    def racing(dir_fd, name, mode=0o600):
+        made = real_create_temp(dir_fd, name, mode)
+        (tmp_path / "f").write_text("theirs")  # appears after the existence check
+        return made
+
+    monkeypatch.setattr(fsutil, "create_temp", racing)
+    with pytest.raises(FileExistsError):
+        _in_dir(tmp_path, lambda fd: fsutil.create_new(fd, "f", b"ours"))
+    assert (tmp_path / "f").read_text() == "theirs"
+    assert os.listdir(tmp_path) == ["f"]
