@@ -31,6 +31,7 @@ import errno
 import os
 import stat
 from collections.abc import Callable
+from typing import Any
 
 #: Largest small file this package reads (agent.toml, registry files, plan files, the
 #: pointer file, MEMORY.md).  A larger one is refused rather than read into memory.
@@ -331,3 +332,16 @@ def create_new(dir_fd: int, name: str, data: bytes) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(temp, dir_fd=dir_fd)
     fsync_dir(dir_fd)
+
+
+def sha256_hasher() -> Any:
+    """A fresh incremental sha256 object (``update`` / ``hexdigest``), from the same
+    implementation :func:`sha256_hex` uses — for content too large to hold in memory."""
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        try:
+            from _sha2 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
+        except ImportError:
+            from hashlib import sha256  # type: ignore[assignment,unused-ignore]
+    return sha256()

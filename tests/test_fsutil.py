@@ -227,3 +227,12 @@ def test_create_new_never_replaces_an_entry_that_appears_during_the_write(tmp_pa
         _in_dir(tmp_path, lambda fd: fsutil.create_new(fd, "f", b"ours"))
     assert (tmp_path / "f").read_text() == "theirs"
     assert os.listdir(tmp_path) == ["f"]
+
+
+def test_sha256_hasher_is_incremental_sha256():
+    import hashlib
+
+    h = fsutil.sha256_hasher()
+    h.update(b"ab")
+    h.update(b"c")
+    assert h.hexdigest() == hashlib.sha256(b"abc").hexdigest() == fsutil.sha256_hex(b"abc")
