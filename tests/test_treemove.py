@@ -129,6 +129,55 @@ def test_a_file_removed_during_the_copy_is_a_change_not_a_failure(
     assert os.listdir(tmp_path) == ["tmpfs"]  # no temporary copy left
 
 
+def test_an_entry_added_during_the_copy_is_a_change(tmp_path: Path, tmpfs: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    src = tree(tmpfs / "src")
+    real = treemove.verify_copy
+
+    def then_added(*a: Any) -> None:
+        real(*a)
+        (src / "sub" / "empty" / "new.md").write_text("new\n")
+
+    monkeypatch.setattr(treemove, "verify_copy", then_added)
+    with pytest.raises(treemove.TreeChangedError):
+        treemove.move(str(src), str(tmp_path / "dst"))
+    assert (src / "sub" / "empty" / "new.md").exists() and (src / "a.md").exists()
+    assert os.listdir(tmp_path) == ["tmpfs"]
+
+
+def test_an_endless_entry_swapped_in_is_read_no_further_than_its_listed_size(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A listed file replaced by a character device that never ends (``/dev/zero``)."""
+    import signal
+
+    src = tree(tmp_path / "src")
+    try:
+        os.mknod(tmp_path / "probe", stat.S_IFCHR | 0o600, os.makedev(1, 5))
+    except OSError as exc:
+        pytest.skip(f"cannot create a character device here: {exc.strerror}")
+    real = treemove._copy_file
+
+    def swapped(s: str, d: str, entry: Any) -> Any:
+        if s.endswith("/a.md"):
+            os.unlink(s)
+            os.rename(tmp_path / "probe", s)
+        return real(s, d, entry)
+
+    def hung(*_: Any) -> None:
+        raise AssertionError("the copy did not end")
+
+    monkeypatch.setattr(treemove, "_copy_file", swapped)
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)  # a hang guard, not a timing assertion
+    try:
+        with pytest.raises(treemove.TreeChangedError):
+            treemove.copy_move(str(src), str(tmp_path / "dst"))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert sorted(os.listdir(tmp_path)) == ["src"]
+
+
 def test_a_file_that_grows_while_copied_is_a_change(tmp_path: Path, tmpfs: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     src = tree(tmpfs / "src")
@@ -165,22 +214,31 @@ def test_a_failed_verification_keeps_the_original(tmp_path: Path, tmpfs: Path,
     assert snapshot(tmpfs) == before and os.listdir(tmp_path) == ["tmpfs"]
 
 
-def test_a_signal_during_the_copy_stops_before_the_next_write(tmp_path: Path,
-                                                               tmpfs: Path) -> None:
+def test_a_signal_during_the_copy_stops_before_the_next_write(
+        tmp_path: Path, tmpfs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     src = tree(tmpfs / "src")
     calls: list[int] = []
+    copied: list[str] = []
+    real = treemove._copy_file
+
+    def copy(s: str, d: str, entry: Any) -> Any:
+        copied.append(entry.rel)
+        return real(s, d, entry)
+
+    monkeypatch.setattr(treemove, "_copy_file", copy)
 
     class Stop(Exception):
         pass
 
     def before_write() -> None:
         calls.append(1)
-        if len(calls) == 3:
+        if len(calls) == 4:
             raise Stop
 
     before = snapshot(tmpfs)
     with pytest.raises(Stop):
         treemove.move(str(src), str(tmp_path / "dst"), before_write)
+    assert copied == ["a.md"]  # before the move, the root directory, a.md: then stopped
     assert snapshot(tmpfs) == before and os.listdir(tmp_path) == ["tmpfs"]
 
 
@@ -221,20 +279,34 @@ def test_removal_keeps_what_changed_or_appeared_and_removes_the_rest(tmp_path: P
     assert left == [".", "keep", "keep/new.md", "sub", "sub/b.bin"]
 
 
-def test_removal_never_follows_a_directory_swapped_for_a_symlink(tmp_path: Path) -> None:
+def test_removal_never_goes_through_a_directory_swapped_for_a_symlink(tmp_path: Path) -> None:
+    """``sub`` moved elsewhere and a symlink to it left in its place: the entries reached
+    through the link are the very ones listed, and still nothing is removed there."""
     root = tree(tmp_path / "t")
     entries = treemove.inventory(str(root))
-    decoy = tmp_path / "decoy"
-    decoy.mkdir()
-    for name in ("b.bin", "link"):
-        os.link(root / "sub" / name, decoy / name, follow_symlinks=False)
-    (decoy / "empty").mkdir()
     os.rename(root / "sub", tmp_path / "moved-away")
-    os.symlink(decoy, root / "sub")
-    before = snapshot(decoy)
+    os.symlink(tmp_path / "moved-away", root / "sub")
+    before = snapshot(tmp_path / "moved-away")
     with pytest.raises(treemove.RemoveIncompleteError):
         treemove.remove_inventoried(str(root), entries)
-    assert snapshot(decoy) == before
+    assert snapshot(tmp_path / "moved-away") == before
+
+
+def test_removal_never_goes_into_another_directory_put_in_place(tmp_path: Path) -> None:
+    """``sub`` replaced by another real directory whose entries are hard links to the
+    listed files (made before the listing, so every entry itself still matches)."""
+    root = tree(tmp_path / "t")
+    decoy = tmp_path / "decoy"
+    decoy.mkdir()
+    os.link(root / "sub" / "b.bin", decoy / "b.bin")
+    os.link(root / "sub" / "link", decoy / "link", follow_symlinks=False)
+    entries = treemove.inventory(str(root))
+    os.rename(root / "sub", tmp_path / "moved-away")
+    os.rename(decoy, root / "sub")
+    before = snapshot(root / "sub")
+    with pytest.raises(treemove.RemoveIncompleteError):
+        treemove.remove_inventoried(str(root), entries)
+    assert snapshot(root / "sub") == before
 
 
 def test_removal_of_hard_links_inside_the_tree(tmp_path: Path) -> None:
