@@ -172,3 +172,46 @@ class Outcome(enum.StrEnum):
     BUSY = "busy"
     CONFIG_ERROR = "config_error"
     INTERRUPTED = "interrupted"
+
+
+class AdoptRefused(AikitoError):
+    """``aikito adopt`` refused before writing anything (exit 1)."""
+
+    exit_code = EXIT_CONFLICT
+    outcome = "refused"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str,
+        path: str | None = None,
+        differences: tuple[Any, ...] = (),
+        diff: str | None = None,
+    ) -> None:
+        super().__init__(message, code=f"adopt.{code}", path=path)
+        #: How the entry at TARGET differs from the one already in the workspace
+        #: (:class:`aikito_mem.treecompare.Difference` values), when that is the refusal.
+        self.differences = differences
+        #: A unified diff of the differing small text files, when there are some.
+        self.diff = diff
+
+
+class AdoptFailed(AikitoError):
+    """A step of ``aikito adopt`` failed (or was undone); ``content_at`` says where the
+    complete content is now (exit 5, or 3 when the cause is that something changed)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str,
+        content_at: str,
+        exit_code: int = EXIT_FAILED,
+        outcome: str = "failed",
+    ) -> None:
+        super().__init__(message, code=f"adopt.{code}", path=content_at)
+        #: Where the complete content is now.
+        self.content_at = content_at
+        self.exit_code = exit_code
+        self.outcome = outcome

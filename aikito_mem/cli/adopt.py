@@ -1,13 +1,13 @@
 """``aikito adopt TARGET``: move a real file or directory that blocks a sync into the
 workspace, list it in ``memory`` and link it back (docs/commands.md).
 
-A thin call into :func:`aikito_mem.adopt.adopt`, which returns its ``aikito.adopt/1``
-document and renders its own text.
+A thin call into :func:`aikito_mem.adopt.adopt`, which returns an
+:class:`~aikito_mem.adopt_plan.AdoptReport`, rendered by :mod:`aikito_mem.render_adopt`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -15,10 +15,9 @@ from aikito_mem.cli.error_handler import error_handler
 from aikito_mem.cli.options import json_option, lock_timeout_option, workspace_of
 
 if TYPE_CHECKING:  # pragma: no cover
+    from aikito_mem.adopt_plan import AdoptReport
     from aikito_mem.errors import AikitoError, InterruptedError_
     from aikito_mem.render.text import Output
-
-Document = dict[str, Any]
 
 
 class AdoptView:
@@ -28,28 +27,26 @@ class AdoptView:
         self.as_json = as_json
         self.dry_run = dry_run
 
-    def render(self, report: Document) -> Output:
-        from aikito_mem.adopt import text_report
+    def render(self, report: AdoptReport) -> Output:
         from aikito_mem.render.text import Display, Output, message_lines, printable
+        from aikito_mem.render_adopt import json_document, text_lines
 
         if self.as_json:
-            return Output(int(report["exit_code"]), document=report)
-        lines = tuple(printable(line) for line in text_report(report))
-        error = report.get("error")
-        errors = message_lines(str(error["message"]), Display()) if error else ()
-        return Output(int(report["exit_code"]), lines=lines, errors=errors)
+            return Output(report.exit_code, document=json_document(report))
+        lines = tuple(printable(line) for line in text_lines(report))
+        error = report.error
+        errors = message_lines(error.message, Display()) if error is not None else ()
+        return Output(report.exit_code, lines=lines, errors=errors)
 
-    def failed(self, error: AikitoError) -> Document:
-        from aikito_mem.adopt import _doc, _error_doc
+    def failed(self, error: AikitoError) -> AdoptReport:
+        from aikito_mem.adopt_plan import AdoptReport
 
-        return _error_doc(_doc(None, dry_run=self.dry_run), error)
+        return AdoptReport.from_error(error, dry_run=self.dry_run)
 
-    def interrupted(self, report: Document, error: InterruptedError_) -> Document:
-        from aikito_mem.adopt import _error_doc
-
-        if report.get("outcome") == error.outcome:
+    def interrupted(self, report: AdoptReport, error: InterruptedError_) -> AdoptReport:
+        if report.outcome.value == error.outcome:
             return report  # already ended by the signal
-        return _error_doc(dict(report), error)
+        return report.ended_by(error)
 
 
 @click.command("adopt")
@@ -65,9 +62,10 @@ def adopt_cmd(ctx: click.Context, target: str, project: str | None, dry_run: boo
     """Move TARGET (<checkout>/.agents/memory/REL) to <workspace>/memory/REL, add REL to the
     project's memory list and link it back.
 
-    Exit 0 adopted (or a clean dry run), 1 refused (nothing written) or link blocked by
-    other conflicts, 3 something changed meanwhile, 4 configuration error, 5 a step
-    failed, 6 checkout busy.  Every failure says where the content is.
+    Exit 0 adopted (or a clean dry run; other conflicts of the checkout are listed, never
+    a reason to stop), 1 refused (nothing written), 3 something changed meanwhile, 4
+    configuration error, 5 a step failed, 6 checkout busy, 130/143 interrupted.  Every
+    failure says where the content is.
     """
     with error_handler(AdoptView(as_json, dry_run=dry_run)) as handler:
         from aikito_mem.adopt import adopt

@@ -1,0 +1,99 @@
+"""Rendering of ``aikito adopt``: an :class:`~aikito_mem.adopt_plan.AdoptReport` as the
+``aikito.adopt/1`` JSON document or as text lines.  Pure: values in, values out; the CLI
+decides where they go (the error message goes to stderr)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aikito_mem.adopt_plan import CONTRACT_VERSION, SCHEMA, AdoptReport, Method, Step
+from aikito_mem.errors import AdoptRefused
+from aikito_mem.model import Operation
+
+_HOW = {Method.RENAME: "rename", Method.COPY: "copy across filesystems, verify, remove",
+        Method.REPLACE: "already there, identical: remove TARGET"}
+
+
+def _conflict(op: Operation) -> dict[str, Any]:
+    doc: dict[str, Any] = {"target": op.target, "reason": op.reason}
+    if op.remedy is not None:
+        doc["remedy"] = op.remedy
+    return doc
+
+
+def json_document(report: AdoptReport) -> dict[str, Any]:
+    """The one ``aikito.adopt/1`` document, for every outcome."""
+    from aikito_mem.render import json_document as sync_document
+
+    a = report.adoption
+    error = report.error
+    err: dict[str, Any] | None = None
+    if error is not None:
+        err = error.to_json()
+        if error.path:
+            err["path"] = error.path
+    refused = error if isinstance(error, AdoptRefused) else None
+    sync = None
+    if report.sync is not None and a is not None:
+        sync = sync_document(project=a.project, workspace=a.workspace, dry_run=False,
+                             outcome=report.sync.outcome, exit_code=0, result=report.sync)
+    return {
+        "schema": SCHEMA,
+        "contract_version": CONTRACT_VERSION,
+        "workspace": a.workspace if a else None,
+        "project": a.project if a else None,
+        "checkout": a.checkout if a else None,
+        "target": a.target if a else None,
+        "reference": a.reference if a else None,
+        "destination": a.destination if a else None,
+        "kind": a.kind.value if a else None,
+        "method": report.method.value if report.method else None,
+        "dry_run": report.dry_run,
+        "outcome": report.outcome.value,
+        "exit_code": report.exit_code,
+        "content_at": report.content_at,
+        "steps": [{"step": s.step.value, "status": s.status.value,
+                   **({"detail": s.detail} if s.detail else {})} for s in report.steps],
+        "conflicts": [_conflict(op) for op in report.conflicts],
+        "differences": [{"path": d.rel, "what": d.what}
+                        for d in (refused.differences if refused else ())],
+        "diff": refused.diff if refused else None,
+        "sync": sync,
+        "error": err,
+    }
+
+
+def text_lines(report: AdoptReport) -> list[str]:
+    """Human lines for the report (the error message itself goes to stderr)."""
+    lines: list[str] = []
+    refused = report.error if isinstance(report.error, AdoptRefused) else None
+    if refused is not None and refused.differences:
+        lines.append(f"{refused.path} differs from TARGET:")
+        lines.extend(f"  {d.rel or '.'}: {d.what}" for d in refused.differences)
+        if refused.diff:
+            lines.extend(refused.diff.rstrip("\n").split("\n"))
+    a = report.adoption
+    if a is None:
+        return lines
+    steps = {s.step: s for s in report.steps}
+    verb = "would move" if report.dry_run else "move"
+    how = _HOW[report.method] if report.method else ""
+    lines.append(f"adopt {a.target} (project {a.project}, checkout {a.checkout})")
+    lines.append(f"  {verb}: {a.target} -> {a.destination} ({how}) "
+                 f"[{steps[Step.MOVE].status.value}]")
+    reg = steps[Step.REGISTER].status.value
+    lines.append(f"  memory list: add {a.reference!r} "
+                 f"[{'already listed' if reg == 'skipped' else reg}]")
+    lines.append(f"  link: {a.target} -> {a.destination} [{steps[Step.LINK].status.value}]")
+    if report.conflicts:
+        n = len(report.conflicts)
+        lines.append(f"note: the checkout has {n} other conflict{'s' * (n != 1)}, left for "
+                     "`aikito sync project`:")
+        lines.extend(f"  ! {op.target}: {op.reason}" for op in report.conflicts)
+    if report.dry_run and report.error is None:
+        lines.append("dry run: nothing was written")
+    elif report.outcome.value == "adopted":
+        lines.append(f"done: {a.reference} adopted; its content is at {a.destination}")
+    elif report.content_at:
+        lines.append(f"the content is at {report.content_at}")
+    return lines
