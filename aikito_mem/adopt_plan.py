@@ -16,6 +16,7 @@ import enum
 import os
 import stat
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -30,8 +31,11 @@ from aikito_mem.errors import (
 from aikito_mem.model import Action, Kind, Observed, Operation, ProjectConfig, SyncResult
 from aikito_mem.observe import Observer, generation
 
+if TYPE_CHECKING:
+    from aikito_mem.discovery import Workspace
+
 SCHEMA = "aikito.adopt/1"
-CONTRACT_VERSION = 1
+CONTRACT_VERSION = 2
 ANCHOR = ".agents/memory"
 
 
@@ -240,21 +244,28 @@ def _target(given: str) -> tuple[os.stat_result, EntryType]:
                        code="file_type", path=given)
 
 
-def _real_dirs(base: str, parts: list[str], *, missing_ok: bool, destination: str
-               ) -> list[str]:
-    """Every path ``base/parts[0]/…`` is a real directory; with ``missing_ok`` the ones
-    that do not exist (only a tail may be missing) are returned."""
-    missing: list[str] = []
-    path = base
-    for part in parts:
+def _checkout_dirs(checkout: str, rel: str) -> None:
+    """Every directory from the checkout root down to TARGET's parent is a real one."""
+    path = checkout.rstrip("/")
+    for part in [".agents", "memory", *rel.split("/")[:-1]]:
         path = f"{path}/{part}"
         st = _lstat(path)
-        if st is None and missing_ok:
+        if st is None or not stat.S_ISDIR(st.st_mode):
+            raise AdoptRefused(f"{path} is {_describe(st)}; expected a real directory",
+                               code="through_symlink", path=path)
+
+
+def _missing_dirs(ws_root: str, rel: str, destination: str) -> list[str]:
+    """The ancestors of the destination that do not exist yet; every existing one must be
+    a real directory (adopt never writes through a symlink)."""
+    missing: list[str] = []
+    path = ws_root
+    for part in ["memory", *rel.split("/")[:-1]]:
+        path = f"{path}/{part}"
+        st = _lstat(path)
+        if st is None:
             missing.append(path)
-        elif missing or st is None or not stat.S_ISDIR(st.st_mode):
-            if not missing_ok:
-                raise AdoptRefused(f"{path} is {_describe(st)}; expected a real directory",
-                                   code="through_symlink", path=path)
+        elif not stat.S_ISDIR(st.st_mode):
             raise AdoptRefused(
                 f"{path} is {_describe(st)}; expected a real directory to hold "
                 f"{destination} (adopt never writes through a symlink)",
@@ -317,18 +328,16 @@ class _AfterMove(Observer):
         return found if found is not None else super().lstat(path)
 
 
-def predict_link(config: ProjectConfig, ws: object, label: str, checkout: str, rel: str,
+def predict_link(config: ProjectConfig, ws: Workspace, label: str, checkout: str, rel: str,
                  kind: EntryType, missing: tuple[str, ...], home: str
                  ) -> tuple[Operation, tuple[Operation, ...]]:
     """The engine's plan of this checkout once TARGET has moved: TARGET's CREATE and the
     other conflicts.  :class:`AdoptRefused` when TARGET would not be linked."""
     from aikito_mem import checkouts as _checkouts
-    from aikito_mem.discovery import Workspace
     from aikito_mem.model import CheckoutState
     from aikito_mem.planner import build_plan
     from aikito_mem.resources import canonical_source, resolve
 
-    assert isinstance(ws, Workspace)
     destination = canonical_source(ws.root, rel)
     present = {d: Observed(Kind.DIR) for d in missing}
     present[destination] = Observed(Kind.FILE if kind is EntryType.FILE else Kind.DIR)
@@ -378,7 +387,7 @@ def _destination(physical: str, destination: str, kind: EntryType, st: os.stat_r
                           outcome="stale") from None
     if not differences:
         return Method.REPLACE, entries
-    listing = "; ".join(f"{d.rel or '.'}: {d.what}" for d in differences[:5])
+    listing = "; ".join(f"{d.rel}: {d.what}" if d.rel else d.what for d in differences[:5])
     more = f" (and {len(differences) - 5} more)" if len(differences) > 5 else ""
     diff = treecompare.diff_text(physical, destination, differences, label_a=physical,
                               label_b=destination)
@@ -429,8 +438,7 @@ def validate(target: str, workspace: str | None = None, *, project: str | None =
         raise AdoptRefused(
             f"{given} is reached through a symlink below the checkout (it is physically "
             f"{physical}); name the real path", code="through_symlink", path=given)
-    _real_dirs(checkout.rstrip("/"), [".agents", "memory", *rel.split("/")[:-1]],
-               missing_ok=False, destination="")
+    _checkout_dirs(checkout, rel)
     problem = reference_problem(rel)
     if problem is not None:
         raise AdoptRefused(
@@ -438,8 +446,7 @@ def validate(target: str, workspace: str | None = None, *, project: str | None =
             "rename it first", code="reference_invalid", path=physical)
     destination = canonical_source(ws.root, rel)
     _check_notes(config, ws.root, physical, rel, destination)
-    missing = _real_dirs(ws.root, ["memory", *rel.split("/")[:-1]], missing_ok=True,
-                         destination=destination)
+    missing = _missing_dirs(ws.root, rel, destination)
     home = home_directory(environ) or ""
     listed = rel in config.memory
     data = _read_config(config, physical, edit=not listed)

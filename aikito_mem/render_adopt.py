@@ -68,8 +68,9 @@ def text_lines(report: AdoptReport) -> list[str]:
     lines: list[str] = []
     refused = report.error if isinstance(report.error, AdoptRefused) else None
     if refused is not None and refused.differences:
-        lines.append(f"{refused.path} differs from TARGET:")
-        lines.extend(f"  {d.rel or '.'}: {d.what}" for d in refused.differences)
+        lines.append(f"how TARGET differs from {refused.path}:")
+        lines.extend(f"  {d.rel}: {d.what}" if d.rel else f"  {d.what}"
+                     for d in refused.differences)
         if refused.diff:
             lines.extend(refused.diff.rstrip("\n").split("\n"))
     a = report.adoption

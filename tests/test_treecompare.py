@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from aikito_mem import treecompare, treemove
 from aikito_mem.treecompare import Difference
 from aikito_mem.treemove import EntryKind
@@ -75,3 +77,17 @@ def test_diff_text_only_for_small_text_files(tmp_path: Path) -> None:
     assert treecompare.diff_text(str(a), str(b), d, label_a="a", label_b="b", limit=10) is None
     text = treecompare.diff_text(str(a), str(b), d, label_a="a", label_b="b", max_lines=5)
     assert text is not None and text.endswith("… 18 more diff lines\n")
+
+
+def test_a_tree_that_changes_while_compared_is_reported(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = tree(tmp_path / "a"), tree(tmp_path / "b")
+    real = treecompare._same_bytes
+
+    def racing(x: str, y: str) -> bool:
+        (a / "sub" / "late.md").write_text("late\n")
+        return real(x, y)
+
+    monkeypatch.setattr(treecompare, "_same_bytes", racing)
+    with pytest.raises(treemove.TreeChangedError):
+        treecompare.compare(str(a), str(b))
