@@ -57,7 +57,7 @@ from aikito_mem.errors import (
 from aikito_mem.model import Action, Operation, Plan, Status, SyncResult
 
 if TYPE_CHECKING:
-    from aikito_mem.execute import Locks
+    from aikito_mem.lock import Locks
 
 __all__ = ["adopt"]
 
@@ -381,7 +381,7 @@ def adopt(target: str, workspace: str | None = None, *, project: str | None = No
 
 def _sequence(run: _Run, target: str, workspace: str | None, project: str | None,
               dry_run: bool, lock_timeout: float, environ: Mapping[str, str] | None) -> None:
-    from aikito_mem.execute import Locks
+    from aikito_mem.lock import Locks
 
     a = run.validate(target, workspace, project, environ)
     if dry_run:

@@ -187,8 +187,8 @@ def _find_checkout(physical: str, ws_root: str, only: str | None,
     """``(config, label, checkout)`` whose active checkout holds ``physical`` under
     ``.agents/memory/``."""
     from aikito_mem import checkouts as _checkouts
-    from aikito_mem.config import list_projects, load_project_config
     from aikito_mem.model import CheckoutState
+    from aikito_mem.projects import list_projects, load_project_config
 
     names = [only] if only is not None else list(list_projects(ws_root))
     found: list[tuple[ProjectConfig, str, str]] = []
@@ -424,8 +424,8 @@ def validate(target: str, workspace: str | None = None, *, project: str | None =
              environ: Mapping[str, str] | None = None) -> Adoption:
     """Every check of the adoption, no write.  Raises :class:`AdoptRefused`,
     :class:`AdoptFailed` (``stale``), ``ConfigError`` or ``OSError``."""
-    from aikito_mem.config import reference_problem
     from aikito_mem.discovery import home_directory, resolve_workspace
+    from aikito_mem.names import reference_problem
     from aikito_mem.resources import canonical_source
 
     ws = resolve_workspace(workspace, environ=environ)

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from aikito_mem import adopt_plan, execute, fsutil, treemove
+from aikito_mem import adopt_plan, execute, fsutil, lock, treemove
 from aikito_mem.cli import cli
 from tests import mounts
 from tests.conftest import WS
@@ -57,13 +57,13 @@ def test_a_signal_while_waiting_for_the_lock(ws: WS, tmp_path: Path,
     """Was click's "Aborted!" with exit 1 and no document."""
     co, rt = world(ws)
     Path(rt, "g.md").write_text("g\n")
-    real = execute.lock_fd
+    real = lock.lock_fd
 
     def signalled(fd: int, path: str, timeout: float) -> None:
         kill(signal.SIGINT)
         real(fd, path, timeout)
 
-    monkeypatch.setattr(execute, "lock_fd", signalled)
+    monkeypatch.setattr(lock, "lock_fd", signalled)
     held = os.open(co, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(held, fcntl.LOCK_EX)
