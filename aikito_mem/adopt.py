@@ -38,9 +38,9 @@ import attrs
 from aikito_mem import adopt_plan, fsutil, signals, treemove
 from aikito_mem.adopt_plan import (
     Adoption,
+    AdoptOutcome,
     AdoptReport,
     Method,
-    Outcome,
     Step,
     StepResult,
     StepStatus,
@@ -94,7 +94,7 @@ class _Run:
     def report(self, error: AikitoError | None) -> AdoptReport:
         a = self.a
         if error is None:
-            outcome = Outcome.PLANNED if self.dry_run else Outcome.ADOPTED
+            outcome = AdoptOutcome.PLANNED if self.dry_run else AdoptOutcome.ADOPTED
             code = EXIT_OK
         else:
             outcome, code = adopt_plan.outcome_of(error), error.exit_code

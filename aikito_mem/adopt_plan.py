@@ -71,7 +71,7 @@ class StepStatus(enum.Enum):
     UNDONE = "undone"
 
 
-class Outcome(enum.Enum):
+class AdoptOutcome(enum.Enum):
     ADOPTED = "adopted"
     PLANNED = "planned"
     REFUSED = "refused"
@@ -129,7 +129,7 @@ class AdoptReport:
     """The result of ``aikito adopt`` (rendered by :mod:`aikito_mem.render_adopt`)."""
 
     dry_run: bool
-    outcome: Outcome
+    outcome: AdoptOutcome
     exit_code: int
     #: ``None`` when validation did not complete.
     adoption: Adoption | None
@@ -160,12 +160,12 @@ class AdoptReport:
                             steps=steps, error=error)
 
 
-def outcome_of(error: AikitoError) -> Outcome:
+def outcome_of(error: AikitoError) -> AdoptOutcome:
     """The ``outcome`` word of ``error`` (``failed`` for one adopt has no word for)."""
     try:
-        return Outcome(error.outcome)
+        return AdoptOutcome(error.outcome)
     except ValueError:
-        return Outcome.FAILED
+        return AdoptOutcome.FAILED
 
 
 # ---------------------------------------------------------------------------- validation

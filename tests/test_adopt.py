@@ -758,3 +758,47 @@ def test_add_memory_reference_escapes_and_refuses_odd_layouts() -> None:
     assert tomllib.loads(out)["memory"] == ['q"uote\\.md']
     with pytest.raises(ConfigError):
         add_memory_reference('[x]\nmemory = []\nmemory2 = 1\n[memory]\n', "a")
+
+
+# -- the command line ---------------------------------------------------------------------
+
+
+def test_a_signal_noticed_after_the_adoption_keeps_what_was_done(
+        ws: WS, monkeypatch: pytest.MonkeyPatch) -> None:
+    import signal
+
+    import aikito_mem.adopt
+
+    root, co = make(ws)
+    (rt(co) / "g.md").write_text("g\n")
+    real = aikito_mem.adopt.adopt
+
+    def then_signalled(*a: Any, **kw: Any) -> Any:
+        report = real(*a, **kw)
+        os.kill(os.getpid(), signal.SIGINT)
+        return report
+
+    monkeypatch.setattr(aikito_mem.adopt, "adopt", then_signalled)
+    res = cli_adopt(root, str(rt(co) / "g.md"), "--json")
+    d = json.loads(res.stdout)
+    assert res.exit_code == 130 and d["outcome"] == "interrupted", d
+    assert statuses(d) == ["applied"] * 3
+    assert os.readlink(rt(co) / "g.md") == f"{root}/memory/g.md"
+
+
+def test_an_unexpected_error_is_one_document_not_a_traceback_on_stdout(
+        ws: WS, monkeypatch: pytest.MonkeyPatch) -> None:
+    root, co = make(ws)
+    (rt(co) / "g.md").write_text("g\n")
+
+    def broken(*_: Any, **__: Any) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(adopt_plan, "validate", broken)
+    for args in (["--json"], ["--json", "--dry-run"]):
+        res = cli_adopt(root, str(rt(co) / "g.md"), *args)
+        d = json.loads(res.stdout)
+        assert res.exit_code == 5 and d["error"]["code"] == "internal", d
+        assert d["dry_run"] is (args[-1] == "--dry-run")
+        assert statuses(d) == ["not_applied"] * 3
+    assert (rt(co) / "g.md").read_text() == "g\n"
