@@ -20,7 +20,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from aikito_mem import adopt_plan, execute, fsutil, lock, treemove
+from aikito_mem.adopt import adopt
 from aikito_mem.cli import cli
+from aikito_mem.render_adopt import json_document
 from tests import mounts
 from tests.conftest import WS
 from tests.snapshots import changed, snapshot
@@ -40,6 +42,17 @@ def adopt_json(ws: WS, target: str, *args: str) -> tuple[Result, dict[str, Any]]
     res = CliRunner().invoke(cli, ["--workspace", ws.root, "adopt", target, "--json", *args],
                              catch_exceptions=False)
     return res, json.loads(res.stdout)
+
+
+def both(ws: WS, target: str, *args: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The command line (which installs the signal record itself), then the API alone:
+    adopt is right either way."""
+    res, d = adopt_json(ws, target, *args)
+    yield res.exit_code, d
+    timeout = float(args[args.index("--lock-timeout") + 1]) if "--lock-timeout" in args \
+        else 30.0
+    report = adopt(target, ws.root, dry_run="--dry-run" in args, lock_timeout=timeout)
+    yield report.exit_code, json_document(report)
 
 
 def kill(signum: int) -> None:
@@ -68,14 +81,15 @@ def test_a_signal_while_waiting_for_the_lock(ws: WS, tmp_path: Path,
     try:
         fcntl.flock(held, fcntl.LOCK_EX)
         before = snapshot(tmp_path)
-        res, d = adopt_json(ws, f"{rt}/g.md", "--lock-timeout", "5")
-        assert snapshot(tmp_path) == before
+        for code, d in both(ws, f"{rt}/g.md", "--lock-timeout", "5"):
+            # At once: not "busy" after the timeout, with the signal noticed late.
+            assert code == 130 and d["exit_code"] == 130, d
+            assert d["outcome"] == "interrupted" and d["error"]["code"] == "sync.interrupted"
+            assert d["content_at"] == f"{rt}/g.md"
+            assert [s["status"] for s in d["steps"]] == ["not_applied"] * 3
+            assert snapshot(tmp_path) == before
     finally:
         os.close(held)
-    assert res.exit_code == 130 and d["exit_code"] == 130, res.output
-    assert d["outcome"] == "interrupted" and d["error"]["code"] == "sync.interrupted"
-    assert d["content_at"] == f"{rt}/g.md"
-    assert [s["status"] for s in d["steps"]] == ["not_applied"] * 3
 
 
 def test_a_signal_while_validating(ws: WS, tmp_path: Path,
@@ -91,9 +105,10 @@ def test_a_signal_while_validating(ws: WS, tmp_path: Path,
     monkeypatch.setattr(adopt_plan, "predict_link", signalled)
     before = snapshot(tmp_path)
     for dry in (["--dry-run"], []):
-        res, d = adopt_json(ws, f"{rt}/g.md", *dry)
-        assert res.exit_code == 143 and d["outcome"] == "interrupted", d
-        assert snapshot(tmp_path) == before
+        for code, d in both(ws, f"{rt}/g.md", *dry):
+            assert code == 143 and d["outcome"] == "interrupted", d
+            assert d["reference"] is None  # validation did not go on
+            assert snapshot(tmp_path) == before
 
 
 def test_a_signal_during_a_cross_filesystem_copy(ws: WS, tmp_path: Path, tmpfs: Path,
