@@ -41,7 +41,7 @@ from typing import Any
 import attrs
 
 from aikito_mem.errors import ConfigError, PlanFileError
-from aikito_mem.model import CheckoutPlan, Plan
+from aikito_mem.model import Action, CheckoutPlan, CheckoutState, Kind, Plan
 
 __all__ = ["PLAN_SCHEMA", "dump_plan", "load_plan", "read_plan", "write_plan"]
 
@@ -54,6 +54,22 @@ _TUPLE_NAMES: dict[tuple[type, str], tuple[str, ...]] = {
 }
 
 _TOP_KEYS = frozenset({"schema", "checksum", "plan"})
+
+#: The one key of the table that holds a name that is not valid UTF-8, as hex bytes.
+_BYTES_KEY = "bytes"
+
+#: Largest plan file :func:`read_plan` reads (a plan of 10,000 references is ~10 MB).
+MAX_PLAN_BYTES = 64 * 1024 * 1024
+
+
+def _is_utf8(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class _Invalid(Exception):
@@ -116,6 +132,10 @@ def _encode(value: Any, tp: Any, where: str, names: tuple[str, ...] | None) -> A
     if tp is bool or tp is int or tp is str:
         if type(value) is not tp:
             raise TypeError(f"{where}: expected {tp.__name__}, got {value!r}")
+        if isinstance(value, str) and not _is_utf8(value):
+            # A name that is not UTF-8 (os.fsdecode's surrogate escapes): its bytes, in
+            # hexadecimal, so that the file itself is always valid UTF-8.
+            return {_BYTES_KEY: value.encode("utf-8", "surrogateescape").hex()}
         return value
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         if not isinstance(value, tp):
@@ -181,7 +201,9 @@ def _decode(raw: Any, tp: Any, where: str, names: tuple[str, ...] | None) -> Any
                 if exc.where != where:
                     raise
         raise _Invalid(where, problem)
-    if tp is bool or tp is int or tp is str:
+    if tp is str:
+        return _decode_str(raw, where)
+    if tp is bool or tp is int:
         if type(raw) is not tp:
             raise _Invalid(where, f"must be {_describe(tp())}, found {_describe(raw)}")
         return raw
@@ -217,6 +239,24 @@ def _decode(raw: Any, tp: Any, where: str, names: tuple[str, ...] | None) -> Any
                 raise _Invalid(f"{where}.{key}", "is missing")
         return tuple(members)
     raise TypeError(f"{where}: unsupported type {tp!r} in the plan model")
+
+
+def _decode_str(raw: Any, where: str) -> str:
+    if isinstance(raw, dict) and set(raw) == {_BYTES_KEY} and isinstance(raw[_BYTES_KEY], str):
+        try:
+            data = bytes.fromhex(raw[_BYTES_KEY])
+        except ValueError:
+            raise _Invalid(where, "has bytes that are not hexadecimal digits") from None
+        value = data.decode("utf-8", "surrogateescape")
+        if _is_utf8(value):
+            raise _Invalid(where, "is written as bytes but is valid UTF-8 (expected a string)")
+    elif isinstance(raw, str):
+        value = raw
+    else:
+        raise _Invalid(where, f"must be a string, found {_describe(raw)}")
+    if "\0" in value:
+        raise _Invalid(where, "contains a NUL character (no path or name can)")
+    return value
 
 
 def _decode_attrs(cls: type, raw: Any, where: str) -> Any:
@@ -264,7 +304,7 @@ def dump_plan(plan: Plan) -> bytes:
 
     payload = _payload(plan)
     document = {"schema": PLAN_SCHEMA, "checksum": _checksum(payload), "plan": payload}
-    return tomli_w.dumps(document).encode("utf-8", "surrogateescape")
+    return tomli_w.dumps(document).encode("utf-8")
 
 
 def _remedy(path: str, project: object = None) -> str:
@@ -277,10 +317,24 @@ def _remedy(path: str, project: object = None) -> str:
 def load_plan(data: bytes, *, path: str) -> Plan:
     """Parse and verify plan-file bytes; ``path`` is only used in messages.
 
-    Raises :class:`PlanFileError` with code ``plan.invalid`` (empty, truncated, not TOML,
-    a value of the wrong type or shape), ``plan.schema`` (missing or other schema) or
-    ``plan.checksum`` (missing or failing checksum).
+    Raises :class:`PlanFileError` with code ``plan.invalid`` (empty, truncated, not UTF-8,
+    not TOML, nested too deep, a value of the wrong type or shape, or values that no plan
+    can hold together — see :func:`_check_plan`), ``plan.schema`` (missing or other
+    schema) or ``plan.checksum`` (missing or failing checksum).  Never anything else
+    ([E9]: a malformed plan file is a configuration error, never a traceback).
     """
+    try:
+        return _load_plan(data, path=path)
+    except RecursionError:
+        raise PlanFileError(
+            f"plan file {path!r} is nested deeper than the TOML reader allows (it was not "
+            f"written by aikito) — re-create it with {_remedy(path)}",
+            path=path,
+            code="plan.invalid",
+        ) from None
+
+
+def _load_plan(data: bytes, *, path: str) -> Plan:
     label = f"plan file {path!r}"
     if not data.strip():
         raise PlanFileError(
@@ -289,7 +343,17 @@ def load_plan(data: bytes, *, path: str) -> Plan:
             code="plan.invalid",
         )
     try:
-        document = tomllib.loads(data.decode("utf-8", "surrogateescape"))
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PlanFileError(
+            f"{label} is not valid UTF-8 (byte {exc.start}: {data[exc.start:exc.end]!r}); "
+            f"it was corrupted or not written by aikito — re-create it with "
+            f"{_remedy(path)}",
+            path=path,
+            code="plan.invalid",
+        ) from None
+    try:
+        document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PlanFileError(
             f"{label} is not valid TOML ({exc}); it was truncated or corrupted — "
@@ -346,34 +410,127 @@ def load_plan(data: bytes, *, path: str) -> Plan:
         )
     try:
         plan = _decode_attrs(Plan, raw_plan, "plan")
+        assert isinstance(plan, Plan)
+        _check_plan(plan)
     except _Invalid as exc:
         raise PlanFileError(
             f"{label} is invalid: {exc} — re-create it with {_remedy(path, project)}",
             path=path,
             code="plan.invalid",
         ) from exc
-    assert isinstance(plan, Plan)
     return plan
 
 
+_HEX = frozenset("0123456789abcdef")
+
+
+def _absolute(value: str | None, where: str, *, optional: bool = False) -> None:
+    if value is None:
+        if not optional:
+            raise _Invalid(where, "is missing")
+        return
+    if not value.startswith("/"):
+        raise _Invalid(where, f"must be an absolute path, found {value!r}")
+
+
+def _digest(value: str | None, where: str) -> None:
+    if value is not None and (len(value) != 64 or not set(value) <= _HEX):
+        raise _Invalid(where, f"must be a sha256 hex digest, found {value!r}")
+
+
+def _check_plan(plan: Plan) -> None:
+    """Values a plan can only hold together: what later code relies on without asking
+    again (a CREATE has a source, a registration its digest, paths are absolute).  Whether
+    the plan is one the engine makes *now* is decided later, under the lock ([E9])."""
+    name = plan.project
+    if not name or "/" in name or name in (".", ".."):
+        raise _Invalid("plan.project", f"must be one project directory name, found {name!r}")
+    _absolute(plan.workspace, "plan.workspace")
+    _absolute(plan.config_path, "plan.config_path")
+    _absolute(plan.explicit_path, "plan.explicit_path", optional=True)
+    _digest(plan.config_sha256, "plan.config_sha256")
+    _digest(plan.config_digest, "plan.config_digest")
+    if plan.register is not None:
+        if plan.config_sha256 is None:
+            raise _Invalid("plan.register", "is set without plan.config_sha256 (the sha256 "
+                           "of agent.toml its compare-and-swap needs)")
+        if plan.register != plan.explicit_path:
+            raise _Invalid("plan.register", f"must equal plan.explicit_path, found "
+                           f"{plan.register!r}")
+    for i, check in enumerate(plan.sources):
+        _absolute(check.path, f"plan.sources[{i}].path")
+    for i, co in enumerate(plan.checkouts):
+        if co.state is CheckoutState.ACTIVE:
+            _absolute(co.path, f"plan.checkouts[{i}].path")
+    for i, op in enumerate(plan.operations):
+        where = f"plan.operations[{i}]"
+        _absolute(op.target, f"{where}.target")
+        _absolute(op.source, f"{where}.source", optional=op.action is not Action.CREATE)
+        if op.entry not in ("link", "directory"):
+            raise _Invalid(f"{where}.entry", f"must be 'link' or 'directory', found "
+                           f"{op.entry!r}")
+        if op.entry == "directory" and op.action is not Action.UNLINK:
+            raise _Invalid(f"{where}.entry", f"is 'directory' for a {op.action.value} "
+                           "(only an UNLINK prunes a directory)")
+        if op.action is Action.UNLINK:
+            if op.entry == "directory":
+                ok, want = op.observed.kind is Kind.DIR, "a directory"
+            else:
+                ok = op.observed.kind is Kind.LINK and op.observed.literal is not None
+                want = "a symlink and its literal"
+            if not ok:
+                raise _Invalid(f"{where}.observed", f"must record {want} for this UNLINK, "
+                               f"found {op.observed.describe()}")
+
+
 def read_plan(path: str) -> Plan:
-    """Read and verify the plan file at ``path`` (see :func:`load_plan`)."""
+    """Read and verify the plan file at ``path`` (see :func:`load_plan`).
+
+    Read through :func:`~aikito_mem.fsutil.read_regular`: never blocks (a FIFO is
+    refused), reads a regular file only and at most :data:`MAX_PLAN_BYTES`.  A final
+    symlink is followed: the user named the file, and reading it writes nothing.
+    """
+    from aikito_mem.fsutil import (
+        FileTooLargeError,
+        NotRegularFileError,
+        describe_mode,
+        read_regular,
+    )
+
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except FileNotFoundError as exc:
+        data, _ = read_regular(path, follow=True, limit=MAX_PLAN_BYTES)
+    except (FileNotFoundError, NotADirectoryError) as exc:
         raise PlanFileError(
             f"plan file {path!r} does not exist — create it with "
             "aikito sync project --dry-run --out PLANFILE",
             path=path,
             code="plan.missing",
         ) from exc
+    except NotRegularFileError as exc:
+        raise PlanFileError(
+            f"plan file {path!r} is not a regular file (it is {describe_mode(exc.st.st_mode)}); "
+            "expected a file written by aikito sync project --dry-run --out PLANFILE",
+            path=path,
+            code="plan.invalid",
+        ) from None
+    except FileTooLargeError as exc:
+        raise PlanFileError(
+            f"plan file {path!r} is larger than {exc.limit} bytes ({exc.size} bytes); "
+            "a plan file written by aikito is far smaller — re-create it with "
+            "aikito sync project --dry-run --out PLANFILE",
+            path=path,
+            code="plan.invalid",
+        ) from None
     except OSError as exc:
         raise PlanFileError(
             f"cannot read plan file {path!r}: {exc.strerror or exc}",
             path=path,
-            code="plan.missing" if isinstance(exc, NotADirectoryError) else "plan.invalid",
+            code="plan.invalid",
         ) from exc
+    except ValueError as exc:  # a NUL in the path given
+        raise PlanFileError(
+            f"cannot read plan file {path!r}: {exc}", path=path, code="plan.invalid",
+        ) from None
     return load_plan(data, path=path)
 
 

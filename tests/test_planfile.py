@@ -188,10 +188,12 @@ def test_non_utf8_path_round_trips() -> None:
     gen=st.none() | st.integers(min_value=0, max_value=2**32),
 )
 def test_round_trip_any_unicode_and_ints(text: str, number: int, gen: int | None) -> None:
+    text = text.replace("\0", "")  # no path or name holds a NUL (refused on reading)
+    path = "/" + text
     plan = make_plan(
-        explicit_path=text,
+        explicit_path=path,
         memory=(text, "x"),
-        sources=(SourceCheck(path=text, observed=Observed(Kind.LINK, text, number, 0, gen)),),
+        sources=(SourceCheck(path=path, observed=Observed(Kind.LINK, text, number, 0, gen)),),
     )
     assert load_plan(dump_plan(plan), path="p.toml") == plan
 
@@ -427,3 +429,141 @@ def test_read_truncated_file(tmp_path: Path) -> None:
     with pytest.raises(PlanFileError) as info:
         read_plan(str(target))
     assert info.value.code in ("plan.invalid", "plan.checksum")
+
+
+# -- strict decoding ([E9]: a malformed plan file is a configuration error) ---------------
+
+
+def test_non_utf8_name_is_written_as_hex_bytes_and_the_file_stays_utf8() -> None:
+    odd = os.fsdecode(b"/abs/co-\xff")
+    data = dump_plan(make_plan(explicit_path=odd))
+    data.decode("utf-8")  # strict: the file itself is valid UTF-8
+    document = tomllib.loads(data.decode())
+    assert document["plan"]["explicit_path"] == {"bytes": b"/abs/co-\xff".hex()}
+    assert load_plan(data, path="p.toml").explicit_path == odd
+
+
+def test_file_that_is_not_utf8_is_refused() -> None:
+    data = dump_plan(make_plan()).replace(b"team/a.md", b"team/\xff.md", 1)
+    error = refused(data, "plan.invalid")
+    assert "not valid UTF-8" in error.message and "byte" in error.message
+
+
+@pytest.mark.parametrize(
+    ("mutate", "where"),
+    [
+        (lambda p: p.__setitem__("explicit_path", {"bytes": "2f61"}),
+         "plan.explicit_path is written as bytes but is valid UTF-8"),
+        (lambda p: p.__setitem__("explicit_path", {"bytes": "zz"}),
+         "plan.explicit_path has bytes that are not hexadecimal"),
+        (lambda p: p.__setitem__("explicit_path", {"bytes": "2f", "x": 1}),
+         "plan.explicit_path must be a string, found a table"),
+        (lambda p: p.__setitem__("explicit_path", "/a\0b"),
+         "plan.explicit_path contains a NUL character"),
+        (lambda p: p.__setitem__("explicit_path", {"bytes": "2f00ff"}),
+         "plan.explicit_path contains a NUL character"),
+    ],
+)
+def test_bad_string_encodings_are_refused(mutate: object, where: str) -> None:
+    error = refused(_resigned(mutate), "plan.invalid")
+    assert where in error.message
+
+
+@pytest.mark.parametrize("depth", [1_000, 100_000])
+def test_excessive_nesting_is_refused(depth: int) -> None:
+    data = b"x = " + b"[" * depth + b"]" * depth + b"\n" + dump_plan(make_plan())
+    with pytest.raises(PlanFileError) as info:
+        load_plan(data, path="x.toml")
+    assert info.value.code == "plan.invalid"
+
+
+def test_excessive_nesting_inside_the_plan_table_is_refused() -> None:
+    depth = 5_000  # readable by tomllib, too deep for the checksum's JSON encoder
+    data = dump_plan(make_plan()).replace(
+        b"[plan]\n", b"[plan]\ndeep = " + b"[" * depth + b"]" * depth + b"\n", 1)
+    with pytest.raises(PlanFileError) as info:
+        load_plan(data, path="x.toml")
+    assert info.value.code == "plan.invalid"
+    assert "nested deeper" in info.value.message
+
+
+def _create(**changes: object) -> object:
+    def mutate(p: dict[str, object]) -> None:
+        ops = p["operations"]
+        assert isinstance(ops, list)
+        ops[0].update(changes)
+        for key, value in changes.items():
+            if value is None:
+                del ops[0][key]
+
+    return mutate
+
+
+@pytest.mark.parametrize(
+    ("mutate", "where"),
+    [
+        (_create(source=None), "plan.operations[0].source is missing"),
+        (_create(source="memory/a.md"), "plan.operations[0].source must be an absolute path"),
+        (_create(target="a.md"), "plan.operations[0].target must be an absolute path"),
+        (_create(entry="file"), "plan.operations[0].entry must be 'link' or 'directory'"),
+        (_create(entry="directory"), "plan.operations[0].entry is 'directory' for a CREATE"),
+        (lambda p: p["operations"][2]["observed"].pop("literal"),
+         "plan.operations[2].observed must record a symlink and its literal"),
+        (lambda p: p["operations"][3].__setitem__("observed", {"kind": "symlink",
+                                                                "literal": "/x"}),
+         "plan.operations[3].observed must record a directory"),
+        (lambda p: p.update(register=CO, explicit_path=CO),
+         "plan.register is set without plan.config_sha256"),
+        (lambda p: p.update(register=CO, config_sha256="ab" * 32),
+         "plan.register must equal plan.explicit_path"),
+        (lambda p: p.update(config_sha256="xyz"), "plan.config_sha256 must be a sha256"),
+        (lambda p: p.update(config_digest="AB" * 32), "plan.config_digest must be a sha256"),
+        (lambda p: p.update(project="../demo"), "plan.project must be one project directory"),
+        (lambda p: p.update(project=""), "plan.project must be one project directory"),
+        (lambda p: p.update(workspace="ws"), "plan.workspace must be an absolute path"),
+        (lambda p: p.update(config_path="agent.toml"),
+         "plan.config_path must be an absolute path"),
+        (lambda p: p.update(explicit_path="~/co"), "plan.explicit_path must be an absolute"),
+        (lambda p: p["sources"][0].update(path="memory/x"),
+         "plan.sources[0].path must be an absolute path"),
+        (lambda p: p["checkouts"][0].update(path="co"),
+         "plan.checkouts[0].path must be an absolute path"),
+    ],
+)
+def test_values_no_plan_can_hold_together_are_refused(mutate: object, where: str) -> None:
+    error = refused(_resigned(mutate), "plan.invalid")
+    assert where in error.message
+
+
+def test_offline_checkout_may_have_a_relative_path() -> None:
+    """[K2]: a candidate that is not absolute on this system is offline, and recorded so."""
+    plan = make_plan()
+    assert plan.checkouts[1].path == "D:/code/x"
+    assert load_plan(dump_plan(plan), path="p.toml") == plan
+
+
+def test_read_refuses_an_oversize_file_without_reading_it(tmp_path: Path) -> None:
+    from aikito_mem.planfile import MAX_PLAN_BYTES
+
+    target = tmp_path / "plan.toml"
+    target.write_bytes(b"")
+    os.truncate(target, MAX_PLAN_BYTES + 1)  # sparse
+    with pytest.raises(PlanFileError) as info:
+        read_plan(str(target))
+    assert info.value.code == "plan.invalid" and "larger than" in info.value.message
+
+
+def test_read_refuses_a_fifo_without_blocking(tmp_path: Path) -> None:
+    target = tmp_path / "plan.toml"
+    os.mkfifo(target)
+    with pytest.raises(PlanFileError) as info:
+        read_plan(str(target))
+    assert "FIFO" in info.value.message
+
+
+def test_read_follows_a_symlink_the_user_named(tmp_path: Path) -> None:
+    real = tmp_path / "real.toml"
+    write_plan(make_plan(), str(real))
+    link = tmp_path / "plan.toml"
+    link.symlink_to(real)
+    assert read_plan(str(link)) == make_plan()
