@@ -215,3 +215,20 @@ class AdoptFailed(AikitoError):
         self.content_at = content_at
         self.exit_code = exit_code
         self.outcome = outcome
+
+
+class UnsafePlanError(ConfigError):
+    """A plan that asks for a write the engine would never derive ([E9]): a target outside
+    ``<checkout>/.agents/<segment root>/<clean path>`` of a listed or explicitly named
+    checkout, a CREATE whose source is not the canonical one, an UNLINK of a link that
+    [O2] does not prove owned, a registration elsewhere than the project's ``agent.toml``
+    (exit 4).  Raised by the writer's own check before the first write; nothing was
+    written.  Exit 4, not 3: the world did not change — the plan itself is not one the
+    engine makes (it was edited, or built by hand)."""
+
+    def __init__(self, message: str, *, refusals: tuple[str, ...], plan: Any = None) -> None:
+        super().__init__(message, code="plan.unsafe")
+        #: One sentence per refused write: path, what was expected, what was found.
+        self.refusals = refusals
+        #: The refused plan.
+        self.plan = plan

@@ -294,6 +294,8 @@ def _locked(plan: Plan, held: Locks, own_locks: bool, lock_timeout: float,
                     "written. Run the sync again to plan afresh:\n  - " + "\n  - ".join(diffs),
                     differences=tuple(diffs), result=refused(plan, "stale"),
                 )
+        from aikito_mem.guard import check  # [E9]: no write the engine would not derive
+        check(plan)
         return _apply(plan, held, signals)
     finally:
         if own_locks:

@@ -1,0 +1,289 @@
+"""The writer's own check of a plan ([E9], [O2], [O3]): defence in depth.
+
+The executor calls :func:`check` once, under the locks, after verification and before
+the first write.  It trusts nothing in the plan — however the plan was made (a saved
+file, ``Project.plan()``, or ``attrs.evolve`` on operations) — and re-derives, from the
+live ``agent.toml`` and the workspace, what the engine would allow:
+
+- every checkout a write goes to is one ``agent.toml`` lists (active now), or the one
+  checkout named explicitly (``sync project NAME PATH``, ``Project.plan(path=...)``);
+- every write target is ``<checkout>/<segment root>/<clean relative path>``
+  (the rules of [C3]: no ``..``, ``.`` or empty component, nothing absolute);
+- every CREATE writes the canonical source the engine derives for that target ([S1];
+  for ``notes`` the source [S2] selects now, [S4] shadowing included) of a resource the
+  live ``agent.toml`` wants;
+- every UNLINK of a link was planned against a literal that [O2] proves owned; the
+  writer's just-in-time ``readlinkat`` then refuses any live literal other than that one,
+  so the link actually removed is proven owned too;
+- every pruning ``rmdir`` is of a directory inside the segment root that the plan's own
+  unlinks empty ([P2]);
+- a registration writes only the project's own ``agent.toml``, for the explicit path.
+
+Any refusal raises :class:`~aikito_mem.errors.UnsafePlanError` (a ``ConfigError``, exit 4)
+naming every refused write; nothing has been written at that point.
+
+Segments: :data:`SEGMENTS` maps a segment name to its root under the checkout and its
+source/ownership rules.  Only ``memory`` exists today; the skills segment
+(``.agents/skills/<name>`` ↔ ``<ws>/skills/<name>``, one component) and the instruction
+targets of §13 are added as rows of that table.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+
+import attrs
+
+from aikito_mem.errors import ConfigError, UnsafePlanError
+from aikito_mem.model import Action, CheckoutState, Kind, Operation, Plan, ProjectConfig
+
+__all__ = ["SEGMENTS", "SegmentRule", "check", "remember"]
+
+#: Configurations the engine itself parsed, by (config path, sha256 of the bytes): the
+#: guard re-reads ``agent.toml`` under the lock and, when its bytes are ones the engine
+#: already parsed in this process, re-uses that parse instead of parsing again ([P6]).
+#: The key is the digest of the live bytes, never anything the plan claims.
+_CONFIGS: OrderedDict[tuple[str, str], ProjectConfig] = OrderedDict()
+_CONFIGS_MAX = 8
+
+
+def remember(config: ProjectConfig) -> None:
+    """Record a configuration the engine parsed (called when a project is loaded)."""
+    key = (config.config_path, config.sha256)
+    _CONFIGS[key] = config
+    _CONFIGS.move_to_end(key)
+    while len(_CONFIGS) > _CONFIGS_MAX:
+        _CONFIGS.popitem(last=False)
+
+
+class _Context:
+    """What the guard derives from the live world for one plan (lazily, once)."""
+
+    def __init__(self, plan: Plan, config: ProjectConfig) -> None:
+        self.workspace = plan.workspace
+        self.project = plan.project
+        self.config = config
+        self._notes: tuple[str | None, tuple[str, str]] | None = None
+        self._wanted: frozenset[str] | None = None
+
+    def notes(self) -> tuple[str | None, tuple[str, str]]:
+        """(the notes source when a notes resource exists, else ``None``; (current,
+        legacy)) — [S2] decided afresh: ``lstat`` of the project memory root, then of the
+        selected location."""
+        if self._notes is None:
+            from aikito_mem.observe import lstat
+            from aikito_mem.resources import notes_sources
+
+            current, legacy = notes_sources(self.workspace, self.project)
+            project_memory = f"{self.workspace}/projects/{self.project}/memory"
+            selected = current if lstat(project_memory).exists else legacy
+            present = selected if lstat(selected).exists else None
+            self._notes = (present, (current, legacy))
+        return self._notes
+
+    def wanted(self) -> frozenset[str]:
+        """Runtime paths (relative to ``.agents/memory``) the live configuration wants:
+        its references, minus those the notes shadow ([S4]), plus ``notes``."""
+        if self._wanted is None:
+            notes = self.notes()[0]
+            refs = set(self.config.memory)
+            if notes is not None:
+                refs = {r for r in refs if r != "notes" and not r.startswith("notes/")}
+                refs.add("notes")
+            self._wanted = frozenset(refs)
+        return self._wanted
+
+
+def _memory_source(ctx: _Context, rel: str) -> str | None:
+    """[S1]/[S2]: the canonical source of ``.agents/memory/<rel>``, or ``None`` when the
+    live configuration wants nothing there."""
+    if rel not in ctx.wanted():
+        return None
+    if rel == "notes":
+        notes = ctx.notes()[0]
+        if notes is not None:
+            return notes
+    from aikito_mem.resources import canonical_source
+
+    return canonical_source(ctx.workspace, rel)
+
+
+def _memory_history(ctx: _Context, rel: str) -> tuple[str, ...]:
+    """[O2]: the allowed historical canonical sources of ``.agents/memory/<rel>``."""
+    from aikito_mem.planner import history
+
+    return history(ctx.workspace, rel, ctx.notes()[1])
+
+
+@attrs.frozen
+class SegmentRule:
+    """Where one segment may write, and what it may write there."""
+
+    name: str
+    #: Root of the segment's targets, relative to the checkout root.
+    root: str
+    #: The canonical source for a target path relative to ``root`` (``None``: nothing).
+    source: Callable[[_Context, str], str | None]
+    #: The allowed historical sources ([O2]) of a link at a path relative to ``root``.
+    history: Callable[[_Context, str], tuple[str, ...]]
+    #: Targets are one path component (skills) rather than a clean relative path.
+    single_component: bool = False
+    #: Whether directories the plan's unlinks empty may be pruned ([P2]).
+    prunes: bool = True
+
+
+#: segment name → its rules.  Operations without a ``segment`` are memory operations.
+SEGMENTS: dict[str, SegmentRule] = {
+    "memory": SegmentRule("memory", ".agents/memory", _memory_source, _memory_history),
+}
+
+
+def _segment_of(op: Operation) -> str:
+    return str(getattr(op, "segment", "memory"))
+
+
+def _clean(rel: str, single: bool) -> str | None:
+    """Why ``rel`` is not a clean relative path ([C3]), or ``None``."""
+    from aikito_mem.config import reference_problem
+
+    problem = reference_problem(rel)
+    if problem is None and single and "/" in rel:
+        problem = "has more than one component"
+    return problem
+
+
+def _live_config(plan: Plan) -> ProjectConfig:
+    from aikito_mem.config import parse_project_config, read_config_bytes, sha256_hex
+    from aikito_mem.discovery import home_directory
+
+    data, project_dir, config_path = read_config_bytes(plan.workspace, plan.project)
+    known = _CONFIGS.get((config_path, sha256_hex(data)))
+    if known is not None:
+        return known
+    return parse_project_config(data, name=plan.project, project_dir=project_dir,
+                                config_path=config_path, home=home_directory() or "")
+
+
+def _allowed_checkouts(plan: Plan, config: ProjectConfig) -> tuple[set[str], str]:
+    """Physical paths a write may go to, and how they were found (for messages)."""
+    from aikito_mem import checkouts as _checkouts
+    from aikito_mem.observe import Observer
+
+    if plan.explicit_path is not None:
+        slot, _ = _checkouts.explicit_slot(config, plan.explicit_path, Observer())
+        return {slot.path}, f"the checkout named explicitly ({plan.explicit_path})"
+    active = {s.path for s in _checkouts.slots(config, Observer())
+              if s.state is CheckoutState.ACTIVE}
+    return active, f"the active checkouts {config.config_path} lists"
+
+
+def _refusals(plan: Plan) -> Iterator[str]:
+    try:
+        config = _live_config(plan)
+    except ConfigError as exc:
+        yield f"the project's agent.toml cannot be loaded to check the plan: {exc.message}"
+        return
+    if plan.config_path != config.config_path:
+        yield (f"the plan names {plan.config_path!r} as the project's agent.toml; expected "
+               f"{config.config_path}")
+    if plan.register is not None:
+        if plan.explicit_path is None or plan.register != plan.explicit_path:
+            yield (f"the plan registers {plan.register!r} in agent.toml; expected only the "
+                   f"checkout named explicitly ({plan.explicit_path!r})")
+        if plan.config_sha256 is None:
+            yield ("the plan registers a checkout without the sha256 of agent.toml that the "
+                   "compare-and-swap needs ([K4])")
+    try:
+        allowed, how = _allowed_checkouts(plan, config)
+    except ConfigError as exc:
+        yield f"the checkout named explicitly cannot be used: {exc.message}"
+        return
+    active: set[str] = set()
+    for co in plan.checkouts:
+        if co.state is not CheckoutState.ACTIVE:
+            continue
+        if co.path in active:
+            yield f"the plan lists checkout {co.path} twice; expected each checkout once"
+        active.add(co.path)
+        if co.path not in allowed:
+            listing = ", ".join(sorted(allowed)) or "none"
+            yield (f"checkout {co.path} is not one aikito may write to: expected one of "
+                   f"{how} ({listing})")
+    ctx = _Context(plan, config)
+    # Directories the plan's own unlinks empty: the only ones it may prune ([P2]).
+    emptied: set[tuple[str, str, str]] = set()
+    for op in plan.operations:
+        if op.action is Action.UNLINK:
+            emptied.add((op.checkout, _segment_of(op), op.target.rpartition("/")[0]))
+    for op in plan.operations:
+        if op.action in (Action.CREATE, Action.UNLINK):
+            problem = _refuse_op(op, ctx, active, emptied)
+            if problem is not None:
+                yield problem
+
+
+def _refuse_op(op: Operation, ctx: _Context, active: set[str],
+               emptied: set[tuple[str, str, str]]) -> str | None:
+    """Why the write ``op`` is refused, or ``None`` when the engine would derive it."""
+    what = f"{op.action.value} {op.target!r}"
+    if op.checkout not in active:
+        return (f"{what} is for checkout {op.checkout!r}, which is not an active checkout "
+                "of the plan")
+    segment = _segment_of(op)
+    rule = SEGMENTS.get(segment)
+    if rule is None:
+        return f"{what} is in segment {segment!r}; expected one of {', '.join(SEGMENTS)}"
+    prefix = f"{op.checkout}/{rule.root}/"
+    if not op.target.startswith(prefix):
+        return f"{what} is outside {prefix}; expected a target below it"
+    rel = op.target[len(prefix):]
+    problem = _clean(rel, rule.single_component)
+    if problem is not None:
+        return f"{what}: the path below {prefix} {problem}; expected a clean relative path"
+    if op.action is Action.CREATE:
+        if op.entry != "link":
+            return f"{what} creates a {op.entry!r}; aikito only creates links"
+        expected = rule.source(ctx, rel)
+        if expected is None:
+            return (f"{what}: {ctx.config.config_path} wants nothing at {rel!r} (not in "
+                    "its memory list); expected no CREATE there")
+        if op.source != expected:
+            return f"{what} links to {op.source!r}; expected the canonical source {expected}"
+        return None
+    if op.entry == "directory":
+        if not rule.prunes or (op.checkout, segment, op.target) not in emptied:
+            return (f"{what} removes a directory the plan's own unlinks do not empty; "
+                    "aikito prunes only such directories ([P2])")
+        if op.observed.kind is not Kind.DIR:
+            return f"{what} removes {op.observed.describe()}; expected a directory"
+        return None
+    if op.entry != "link":
+        return f"{what} removes a {op.entry!r}; expected a link or a pruned directory"
+    if op.observed.kind is not Kind.LINK or op.observed.literal is None:
+        return f"{what} removes {op.observed.describe()}; aikito only unlinks its own links"
+    from aikito_mem.planner import owns
+
+    history = rule.history(ctx, rel)
+    if owns(op.observed.literal, op.target.rpartition("/")[0], history) is None:
+        return (f"{what} removes a symlink to {op.observed.literal!r}, which aikito does not "
+                f"own; expected a link to {' or '.join(history)} ([O2])")
+    return None
+
+
+def check(plan: Plan) -> None:
+    """Refuse ``plan`` before its first write unless every write is one the engine
+    derives (see the module documentation).  A plan without writes passes at once."""
+    if not plan.has_changes:
+        return
+    refusals = tuple(dict.fromkeys(_refusals(plan)))
+    if refusals:
+        n = len(refusals)
+        raise UnsafePlanError(
+            f"refused: the plan asks for {n} write{'s' * (n != 1)} the engine would never "
+            "derive (it was edited or built by hand); nothing was written — plan again "
+            f"with `aikito sync project {shlex.quote(plan.project)} --dry-run`:\n  - "
+            + "\n  - ".join(refusals),
+            refusals=refusals, plan=plan,
+        )
