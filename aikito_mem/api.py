@@ -12,6 +12,7 @@ from collections.abc import Mapping
 import attrs
 
 from aikito_mem import checkouts as _checkouts
+from aikito_mem import guard as _guard
 from aikito_mem.config import parse_project_config
 from aikito_mem.config_edit import plan_registration
 from aikito_mem.discovery import Workspace, current_directory, home_directory, resolve_workspace
@@ -80,6 +81,7 @@ class Project:
     def __init__(self, *, config: ProjectConfig, workspace: Workspace) -> None:
         #: The validated ``agent.toml``.
         self.config = config
+        _guard.remember(config)  # the writer's check re-uses this parse ([E9])
         #: The resolved workspace.
         self.ws = workspace
         #: The environment ``agent.toml`` was loaded with (``~`` expansion), for re-reads.
@@ -219,23 +221,30 @@ class Project:
         lock_timeout: float = 30.0,
     ) -> SyncResult:
         """Lock, plan and execute in one go (``aikito sync project``) ([E3])."""
+        with Locks() as locks:
+            plan = self.plan_locked(path, register=register, locks=locks,
+                                    lock_timeout=lock_timeout)
+            return execute(plan, locks=locks)
+
+    def plan_locked(
+        self, path: str | None, *, register: bool, locks: Locks, lock_timeout: float
+    ) -> Plan:
+        """Take the locks of the checkouts ``path`` selects (into ``locks``, held by the
+        caller) and plan under them — what ``sync`` executes, and what ``apply`` compares
+        a saved plan with ([E3], [E9])."""
         observer = Observer()
         slots, explicit, reg = self._slots(path, observer, register=register)
-        with Locks() as locks:
+        locks.acquire([s.path for s in slots if s.state is CheckoutState.ACTIVE], lock_timeout)
+        # Observe after the lock: a concurrent sync that held it has finished — and may
+        # have changed agent.toml (registered this very path): re-read it, so the later
+        # syncs find nothing left to do instead of a stale plan ([E3]).
+        project = self._reloaded()
+        if project is not self:
+            slots, explicit, reg = project._slots(path, Observer(), register=register)
             locks.acquire(
                 [s.path for s in slots if s.state is CheckoutState.ACTIVE], lock_timeout
             )
-            # Observe after the lock: a concurrent sync that held it has finished — and
-            # may have changed agent.toml (registered this very path): re-read it, so the
-            # later syncs find nothing left to do instead of a stale plan ([E3]).
-            project = self._reloaded()
-            if project is not self:
-                slots, explicit, reg = project._slots(path, Observer(), register=register)
-                locks.acquire(
-                    [s.path for s in slots if s.state is CheckoutState.ACTIVE], lock_timeout
-                )
-            plan = project._plan(slots, Observer(), explicit=explicit, register=reg)
-            return execute(plan, locks=locks)
+        return project._plan(slots, Observer(), explicit=explicit, register=reg)
 
     def _reloaded(self) -> Project:
         """``self`` when ``agent.toml`` still has the bytes it was loaded from, else a
