@@ -341,3 +341,131 @@ def test_concurrent_edit_of_agent_toml_makes_apply_stale(ws: WS, edit: str) -> N
     assert config.read_text() == text
     assert snapshot(*world(ws)) == before
     assert not os.path.lexists(f"{new}/.agents")
+
+
+# --------------------------------------------------------------------------- re-plan ([E9])
+
+
+def _resign(planfile: str, mutate: Any) -> None:
+    from aikito_mem.planfile import _checksum
+
+    doc = tomllib.loads(Path(planfile).read_text())
+    mutate(doc["plan"])
+    doc["checksum"] = _checksum(doc["plan"])
+    import tomli_w
+
+    Path(planfile).write_text(tomli_w.dumps(doc))
+
+
+def test_a_change_only_a_fresh_plan_sees_makes_apply_stale(ws: WS) -> None:
+    """Verification alone would pass: aikito's own stale link appeared after the dry run.
+    The fresh plan has an UNLINK the saved one has not ([E9])."""
+    co = build(ws)
+    planfile = dry_run_out(ws)
+    os.makedirs(f"{co}/.agents/memory")
+    os.symlink(ws.memory_path("gone.md"), f"{co}/.agents/memory/gone.md")
+    before = snapshot(*world(ws))
+    res = run("apply", planfile, "--json")
+    assert res.exit_code == 3, res.output
+    diffs = doc_of(res)["error"]["differences"]
+    assert any(f"{co}/.agents/memory/gone.md" in d and "UNLINK" in d
+               and "which the plan does not have" in d for d in diffs), diffs
+    assert snapshot(*world(ws)) == before
+
+
+def test_an_offline_checkout_that_appeared_makes_apply_stale(ws: WS) -> None:
+    co = build(ws)
+    later = f"{ws.base}/co/later"
+    config = Path(ws.config_path("demo"))
+    config.write_text(config.read_text().replace(f'"{co}",', f'"{co}", "{later}",'))
+    planfile = dry_run_out(ws)
+    os.mkdir(later)
+    before = snapshot(*world(ws))
+    res = run("apply", planfile, "--json")
+    assert res.exit_code == 3
+    diffs = doc_of(res)["error"]["differences"]
+    assert f"checkout {later}: the plan says 2 offline, it is 2 active now" in diffs
+    assert snapshot(*world(ws)) == before
+
+
+def test_an_explicit_checkout_that_vanished_makes_apply_stale(ws: WS) -> None:
+    build(ws)
+    new = ws.checkout("second")
+    planfile = dry_run_out(ws, new)
+    os.rmdir(new)
+    before = snapshot(*world(ws))
+    res = run("apply", planfile, "--json")
+    assert res.exit_code == 3
+    assert doc_of(res)["error"]["differences"][0].startswith(
+        f"checkout {new} can no longer be opened")
+    assert snapshot(*world(ws)) == before
+
+
+def test_a_tampered_blocked_plan_is_stale_not_blocked(ws: WS) -> None:
+    """Refused as blocked (exit 1) only when the engine plans the same conflicts now."""
+    co = build(ws)
+    planfile = dry_run_out(ws)
+
+    def add_conflict(p: dict[str, Any]) -> None:
+        op = dict(p["operations"][0], action="CONFLICT", rule="INV-MEM-07")
+        p["operations"].append(op)
+
+    _resign(planfile, add_conflict)
+    res = run("apply", planfile, "--json")
+    assert res.exit_code == 3
+    assert not os.path.lexists(f"{co}/.agents")
+
+
+def test_apply_shows_the_engines_texts_not_the_files(ws: WS) -> None:
+    build(ws)
+    planfile = dry_run_out(ws)
+
+    def edit(p: dict[str, Any]) -> None:
+        for op in p["operations"]:
+            op["reason"] = "EDITED"
+
+    _resign(planfile, edit)
+    res = run("apply", planfile, "--json")
+    assert res.exit_code == 0
+    assert "EDITED" not in res.stdout
+    assert {op["reason"] for op in doc_of(res)["operations"]} == {"target missing"}
+
+
+def test_the_plans_workspace_missing_is_a_config_error(ws: WS) -> None:
+    build(ws)
+    planfile = dry_run_out(ws)
+    os.rename(ws.root, f"{ws.base}/moved")
+    res = run("apply", planfile, "--json")
+    assert res.exit_code == 4
+    doc = doc_of(res)
+    assert doc["error"]["code"] == "plan.workspace"
+    assert ws.root in doc["error"]["message"]
+
+
+def test_the_plans_project_missing_is_a_config_error(ws: WS) -> None:
+    build(ws)
+    planfile = dry_run_out(ws)
+    os.rename(f"{ws.root}/projects/demo", f"{ws.root}/projects/renamed")
+    res = run("apply", planfile, "--json")
+    assert res.exit_code == 4
+    assert doc_of(res)["error"]["code"] == "config.project_not_found"
+
+
+def test_apply_plan_file_api(ws: WS) -> None:
+    from aikito_mem.apply import apply_plan_file
+
+    co = build(ws)
+    planfile = dry_run_out(ws)
+    result = apply_plan_file(planfile)
+    assert result.outcome == "applied"
+    assert os.readlink(f"{co}/.agents/memory/top.md") == ws.memory_path("top.md")
+
+
+def test_compare_names_nothing_for_equal_plans(ws: WS) -> None:
+    from aikito_mem.apply import compare
+
+    build(ws)
+    plan = ws.project("demo").plan()
+    assert compare(plan, ws.project("demo").plan()) == []
+    assert compare(plan, plan.evolve(operations=plan.operations[::-1])) == [
+        f"the operations of checkout {plan.checkouts[0].path} are in another order"]

@@ -1,12 +1,11 @@
 """``aikito apply PLANFILE``: execute a plan saved by ``sync project --dry-run --out``.
 
-A thin call into the engine: read the plan, check it names the workspace given, execute
-it with every observation re-verified ([E9]).  Rendered as ``sync project`` is.
+A thin call into :mod:`aikito_mem.apply`: read the plan, then re-plan under the lock and
+execute only a plan equal to the saved one ([E9]).  Rendered as ``sync project`` is.
 """
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 import click
@@ -37,23 +36,11 @@ def apply_cmd(
 def _apply(view: SyncView, workspace: str | None, planfile: str,
            lock_timeout: float) -> SyncReport:
     from aikito_mem import signals
-    from aikito_mem.errors import PlanFileError
-    from aikito_mem.execute import execute
+    from aikito_mem.apply import apply_plan, read_saved
     from aikito_mem.outcome import run_report
-    from aikito_mem.planfile import read_plan
 
     with signals.interruptible():  # nothing is written before execution
-        plan = read_plan(planfile)
+        plan = read_saved(planfile)
         view.project, view.workspace = plan.project, plan.workspace
-        if workspace is not None or os.environ.get("AIKITO_DIR"):
-            from aikito_mem.discovery import resolve_workspace
-
-            ws = resolve_workspace(workspace)
-            if ws.root != plan.workspace:
-                raise PlanFileError(
-                    f"plan file {planfile!r} is for workspace {plan.workspace}, but the "
-                    f"workspace given ({ws.found_via}) is {ws.root} — apply it without "
-                    "--workspace/AIKITO_DIR, or plan again for this workspace",
-                    path=planfile, code="plan.foreign",
-                )
-    return run_report(execute(plan, lock_timeout=lock_timeout, always_verify=True))
+    return run_report(apply_plan(plan, workspace=workspace, lock_timeout=lock_timeout,
+                                 planfile=planfile))
