@@ -136,6 +136,29 @@ def _create_unlisted_checkout(w: World, p: Plan) -> Plan:
     return add_op(p.evolve(checkouts=(*p.checkouts, co)), op)
 
 
+def _create_beside_memory(w: World, p: Plan) -> Plan:
+    # Same length as ".agents/memory": a prefix test by slicing would accept it.
+    return replace_op(p, the(p, "top.md", Action.CREATE),
+                      target=f"{w.co}/.agents/MEMORY/top.md")
+
+
+def _unlink_foreign_link_through_dotdot(w: World, p: Plan) -> Plan:
+    # The user's own link ``b`` names ``<ws>/memory/a/../b``: not aikito's literal for
+    # ``b`` ([O1]), but exactly the "canonical" path of the unclean runtime path a/../b.
+    os.symlink(f"{w.ws.root}/memory/a/../b", f"{w.mem}/b")
+    os.mkdir(f"{w.mem}/a")
+    return replace_op(p, the(p, "old.md", Action.UNLINK), target=f"{w.mem}/a/../b",
+                      observed=live(f"{w.mem}/b"))
+
+
+def _op_for_listed_checkout_not_in_plan(w: World, p: Plan) -> Plan:
+    # agent.toml lists both checkouts; the plan drops one but keeps an operation for it,
+    # which the writer would then silently never apply.
+    w.ws.write_config("demo", memory=["top.md", "team/a.md"], paths=[w.co, w.new])
+    p = w.project().plan()
+    return p.evolve(checkouts=p.checkouts[:1])
+
+
 def _source_outside(w: World, p: Plan) -> Plan:
     return replace_op(p, the(p, "top.md", Action.CREATE), source=f"{w.outside}/file")
 
@@ -244,6 +267,10 @@ CASES: dict[str, Case] = {
     "create-target-dotdot": Case(_create_dotdot),
     "create-target-absolute-outside": Case(_create_absolute_outside),
     "create-in-unlisted-checkout": Case(_create_unlisted_checkout),
+    "create-beside-memory-root": Case(_create_beside_memory),
+    "unlink-foreign-link-through-dotdot": Case(_unlink_foreign_link_through_dotdot),
+    "op-for-listed-checkout-not-in-plan": Case(_op_for_listed_checkout_not_in_plan,
+                                               unguarded_writes=False),
     "create-source-outside": Case(_source_outside),
     "create-source-other-resource": Case(_source_other_resource),
     "create-source-relative": Case(_source_relative),
@@ -459,3 +486,60 @@ def test_random_engine_plans_pass_the_guard(fs_base: Path, world: RandomWorld) -
                          if c.state is CheckoutState.ACTIVE)]:
         plan = ws.project(world.project).plan(path)
         guard.check(plan)  # blocked plans included: the guard judges every write
+
+
+# --------------------------------------------------------------------------- direct checks
+
+
+def test_unlink_of_a_non_link_claiming_an_owned_literal_is_refused(w: World) -> None:
+    """The observation says "directory" but carries the canonical literal: only a symlink
+    can be owned ([O1]), whatever literal is claimed."""
+    p = w.project().plan()
+    obs = live(f"{w.mem}/userdir")
+    plan = replace_op(p, the(p, "old.md", Action.UNLINK), target=f"{w.mem}/userdir",
+                      observed=attrs.evolve(obs, literal=w.ws.memory_path("userdir")))
+    with pytest.raises(UnsafePlanError) as info:
+        guard.check(plan)
+    assert any("aikito only unlinks its own links" in r for r in info.value.refusals)
+
+
+@attrs.frozen
+class _SegmentOp(Operation):
+    """An operation of a segment the guard has no rules for (a later engine's plan)."""
+
+    segment: str = "skills"
+
+
+def test_a_segment_without_rules_is_refused(w: World) -> None:
+    p = w.project().plan()
+    i = the(p, "top.md", Action.CREATE)
+    op = p.operations[i]
+    seg = _SegmentOp(**{f.name: getattr(op, f.name) for f in attrs.fields(Operation)})
+    plan = p.evolve(operations=(*p.operations[:i], seg, *p.operations[i + 1:]))
+    with pytest.raises(UnsafePlanError) as info:
+        guard.check(plan)
+    assert any("is in segment 'skills'" in r for r in info.value.refusals)
+
+
+def test_an_unreadable_agent_toml_refuses(w: World) -> None:
+    plan = w.project().plan()
+    os.unlink(w.ws.config_path("demo"))
+    with pytest.raises(UnsafePlanError) as info:
+        guard.check(plan)
+    assert "agent.toml cannot be loaded" in info.value.refusals[0]
+
+
+def test_an_explicit_checkout_that_is_no_directory_refuses(w: World) -> None:
+    plan = w.project().plan(w.new)
+    os.rmdir(w.new)
+    with pytest.raises(UnsafePlanError) as info:
+        guard.check(plan)
+    assert "checkout named explicitly cannot be used" in info.value.refusals[0]
+
+
+def test_a_plan_without_writes_is_not_examined(w: World) -> None:
+    w.project().sync()
+    plan = w.project().plan()
+    assert not plan.has_changes
+    os.unlink(w.ws.config_path("demo"))
+    guard.check(plan)  # nothing to write: nothing to refuse

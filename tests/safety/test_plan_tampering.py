@@ -828,3 +828,39 @@ def test_random_edits_never_write_outside_the_engines_targets(
     if res.exit_code != 0:
         assert moved == set(), res.output
     assert moved <= _allowed_changes(w, genuine), sorted(moved)
+
+
+# --------------------------------------------------------------------------- no look outside
+
+_OPENED: list[str] | None = None
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if _OPENED is not None and event == "open" and isinstance(args[0], str | bytes):
+        _OPENED.append(os.fsdecode(args[0]))
+
+
+def test_paths_only_the_file_names_are_never_opened(ws: WS) -> None:
+    """Verification of a saved plan looks only at paths the engine derives as well: a
+    source check pointing outside (identity: opened for the generation number) is named
+    as a difference, never opened — a device or a FIFO there cannot be touched."""
+    import sys
+
+    global _OPENED
+    w = build(ws.base)
+    doc = load(w)
+    secret = f"{w.outside}/file.toml"
+    st_ = os.stat(secret)
+    doc["plan"]["sources"].append({"path": secret, "identity": True, "observed": {
+        "kind": "regular file", "dev": st_.st_dev, "ino": st_.st_ino}})
+    save(w, doc)
+    sys.addaudithook(_audit)  # cannot be removed: inert while _OPENED is None
+    _OPENED = []
+    try:
+        res = run("apply", w.planfile, "--json")
+    finally:
+        opened, _OPENED = _OPENED, None
+    assert res.exit_code == 3
+    assert f"the plan checks {secret}, which is no source planning afresh derives" in \
+        json.loads(res.stdout)["error"]["differences"]
+    assert secret not in opened
