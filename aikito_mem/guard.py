@@ -36,8 +36,13 @@ from collections.abc import Callable, Iterator
 
 import attrs
 
+from aikito_mem.config import reference_problem
 from aikito_mem.errors import ConfigError, UnsafePlanError
 from aikito_mem.model import Action, CheckoutState, Kind, Operation, Plan, ProjectConfig
+from aikito_mem.planner import history, owns
+from aikito_mem.resources import canonical_source, notes_sources
+
+_CREATE, _UNLINK = Action.CREATE, Action.UNLINK
 
 __all__ = ["SEGMENTS", "SegmentRule", "check", "remember"]
 
@@ -74,7 +79,6 @@ class _Context:
         selected location."""
         if self._notes is None:
             from aikito_mem.observe import lstat
-            from aikito_mem.resources import notes_sources
 
             current, legacy = notes_sources(self.workspace, self.project)
             project_memory = f"{self.workspace}/projects/{self.project}/memory"
@@ -105,15 +109,11 @@ def _memory_source(ctx: _Context, rel: str) -> str | None:
         notes = ctx.notes()[0]
         if notes is not None:
             return notes
-    from aikito_mem.resources import canonical_source
-
     return canonical_source(ctx.workspace, rel)
 
 
 def _memory_history(ctx: _Context, rel: str) -> tuple[str, ...]:
     """[O2]: the allowed historical canonical sources of ``.agents/memory/<rel>``."""
-    from aikito_mem.planner import history
-
     return history(ctx.workspace, rel, ctx.notes()[1])
 
 
@@ -141,13 +141,12 @@ SEGMENTS: dict[str, SegmentRule] = {
 
 
 def _segment_of(op: Operation) -> str:
-    return str(getattr(op, "segment", "memory"))
+    segment = getattr(op, "segment", "memory")
+    return segment if isinstance(segment, str) else str(segment)
 
 
 def _clean(rel: str, single: bool) -> str | None:
     """Why ``rel`` is not a clean relative path ([C3]), or ``None``."""
-    from aikito_mem.config import reference_problem
-
     problem = reference_problem(rel)
     if problem is None and single and "/" in rel:
         problem = "has more than one component"
@@ -214,59 +213,67 @@ def _refusals(plan: Plan) -> Iterator[str]:
     ctx = _Context(plan, config)
     # Directories the plan's own unlinks empty: the only ones it may prune ([P2]).
     emptied: set[tuple[str, str, str]] = set()
+    writes: list[Operation] = []
     for op in plan.operations:
-        if op.action is Action.UNLINK:
+        action = op.action
+        if action is _UNLINK:
             emptied.add((op.checkout, _segment_of(op), op.target.rpartition("/")[0]))
-    for op in plan.operations:
-        if op.action in (Action.CREATE, Action.UNLINK):
-            problem = _refuse_op(op, ctx, active, emptied)
-            if problem is not None:
-                yield problem
+            writes.append(op)
+        elif action is _CREATE:
+            writes.append(op)
+    for op in writes:
+        problem = _refuse_op(op, ctx, active, emptied)
+        if problem is not None:
+            yield problem
 
 
 def _refuse_op(op: Operation, ctx: _Context, active: set[str],
                emptied: set[tuple[str, str, str]]) -> str | None:
     """Why the write ``op`` is refused, or ``None`` when the engine would derive it."""
-    what = f"{op.action.value} {op.target!r}"
+    problem = _refuse(op, ctx, active, emptied)
+    return None if problem is None else f"{op.action.value} {op.target!r}{problem}"
+
+
+def _refuse(op: Operation, ctx: _Context, active: set[str],
+            emptied: set[tuple[str, str, str]]) -> str | None:
+    """:func:`_refuse_op` without the leading words (built only for a refusal)."""
     if op.checkout not in active:
-        return (f"{what} is for checkout {op.checkout!r}, which is not an active checkout "
+        return (f" is for checkout {op.checkout!r}, which is not an active checkout "
                 "of the plan")
     segment = _segment_of(op)
     rule = SEGMENTS.get(segment)
     if rule is None:
-        return f"{what} is in segment {segment!r}; expected one of {', '.join(SEGMENTS)}"
+        return f" is in segment {segment!r}; expected one of {', '.join(SEGMENTS)}"
     prefix = f"{op.checkout}/{rule.root}/"
     if not op.target.startswith(prefix):
-        return f"{what} is outside {prefix}; expected a target below it"
+        return f" is outside {prefix}; expected a target below it"
     rel = op.target[len(prefix):]
     problem = _clean(rel, rule.single_component)
     if problem is not None:
-        return f"{what}: the path below {prefix} {problem}; expected a clean relative path"
-    if op.action is Action.CREATE:
+        return f": the path below {prefix} {problem}; expected a clean relative path"
+    if op.action is _CREATE:
         if op.entry != "link":
-            return f"{what} creates a {op.entry!r}; aikito only creates links"
+            return f" creates a {op.entry!r}; aikito only creates links"
         expected = rule.source(ctx, rel)
         if expected is None:
-            return (f"{what}: {ctx.config.config_path} wants nothing at {rel!r} (not in "
+            return (f": {ctx.config.config_path} wants nothing at {rel!r} (not in "
                     "its memory list); expected no CREATE there")
         if op.source != expected:
-            return f"{what} links to {op.source!r}; expected the canonical source {expected}"
+            return f" links to {op.source!r}; expected the canonical source {expected}"
         return None
     if op.entry == "directory":
         if not rule.prunes or (op.checkout, segment, op.target) not in emptied:
-            return (f"{what} removes a directory the plan's own unlinks do not empty; "
+            return (" removes a directory the plan's own unlinks do not empty; "
                     "aikito prunes only such directories ([P2])")
         return None  # the writer's rmdir checks it is that very, empty directory
     if op.entry != "link":
-        return f"{what} removes a {op.entry!r}; expected a link or a pruned directory"
+        return f" removes a {op.entry!r}; expected a link or a pruned directory"
     if op.observed.kind is not Kind.LINK or op.observed.literal is None:
-        return f"{what} removes {op.observed.describe()}; aikito only unlinks its own links"
-    from aikito_mem.planner import owns
-
-    history = rule.history(ctx, rel)
-    if owns(op.observed.literal, op.target.rpartition("/")[0], history) is None:
-        return (f"{what} removes a symlink to {op.observed.literal!r}, which aikito does not "
-                f"own; expected a link to {' or '.join(history)} ([O2])")
+        return f" removes {op.observed.describe()}; aikito only unlinks its own links"
+    allowed = rule.history(ctx, rel)
+    if owns(op.observed.literal, op.target.rpartition("/")[0], allowed) is None:
+        return (f" removes a symlink to {op.observed.literal!r}, which aikito does not "
+                f"own; expected a link to {' or '.join(allowed)} ([O2])")
     return None
 
 
