@@ -116,7 +116,8 @@ def apply_plan(
     ``ExecutionError`` (5) like a sync.
     """
     from aikito_mem.api import Project
-    from aikito_mem.execute import Locks, execute, refused
+    from aikito_mem.execute import execute, refused
+    from aikito_mem.lock import Locks
 
     ws = _workspace(saved, workspace, environ, planfile)
     project = Project.load(saved.project, ws, environ=environ)
@@ -156,7 +157,7 @@ def _verify(saved: Plan, fresh: Plan, locks: Any) -> list[str]:
     inside the workspace (the comparison names everything else)."""
     if saved.workspace != fresh.workspace or saved.project != fresh.project:
         return []
-    from aikito_mem.execute import verify
+    from aikito_mem.verify import verify
 
     sources = {c.path for c in fresh.sources}
     inside = fresh.workspace.rstrip("/") + "/"
@@ -186,14 +187,11 @@ def _verify(saved: Plan, fresh: Plan, locks: Any) -> list[str]:
 
 
 def _op_key(op: Operation) -> tuple[object, ...]:
-    return (getattr(op, "segment", None), op.action, op.target, op.source, op.entry,
-            op.rule, op.resource)
+    return (op.segment, op.action, op.target, op.source, op.entry, op.rule, op.resource)
 
 
 def _op_words(op: Operation) -> str:
-    segment = getattr(op, "segment", None)
-    words = f"{segment} " if segment else ""
-    words += f"{op.action.value} {op.target}"
+    words = f"{op.segment.value} {op.action.value} {op.target}"
     if op.action is Action.UNLINK and op.entry == "directory":
         words += " (directory)"
     elif op.source is not None and op.action is not Action.UNLINK:
@@ -229,6 +227,27 @@ def _header(saved: Plan, fresh: Plan) -> Iterable[str]:
         yield (f"notes source: the plan says {saved.notes_source!r} "
                f"({saved.notes_location}), planning afresh gives {fresh.notes_source!r} "
                f"({fresh.notes_location})")
+    if saved.skills != fresh.skills:
+        yield (f"agent.toml skills list: the plan says {list(saved.skills)}, it is "
+               f"{list(fresh.skills)} now ({config})")
+    if _instructions(saved) != _instructions(fresh):
+        yield (f"project instructions: the plan says {_instructions(saved)}, planning "
+               f"afresh gives {_instructions(fresh)}")
+    if saved.instruction_targets != fresh.instruction_targets:
+        yield ("instruction targets (paths, agents, detection) differ from the agent "
+               "registry's now")
+    if saved.agent != fresh.agent:
+        yield f"agent: the plan is for {saved.agent!r}, planning afresh for {fresh.agent!r}"
+
+
+def _instructions(plan: Plan) -> object:
+    """The instructions source as compared: path, state, problem and which paths are
+    checked how (the observations themselves are verified, [E2])."""
+    src = plan.instructions
+    if src is None:
+        return None
+    checks = [(c.path, c.identity) for c in src.checks]
+    return (src.path, src.state.value, src.problem, checks)
 
 
 def _checkouts(saved: Plan, fresh: Plan) -> Iterable[str]:

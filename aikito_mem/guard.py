@@ -36,9 +36,17 @@ from collections.abc import Callable, Iterator
 
 import attrs
 
-from aikito_mem.config import reference_problem
 from aikito_mem.errors import ConfigError, UnsafePlanError
-from aikito_mem.model import Action, CheckoutState, Kind, Operation, Plan, ProjectConfig
+from aikito_mem.model import (
+    Action,
+    CheckoutState,
+    Kind,
+    Operation,
+    Plan,
+    ProjectConfig,
+    SegmentName,
+)
+from aikito_mem.names import reference_problem
 from aikito_mem.planner import history, owns
 from aikito_mem.resources import canonical_source, notes_sources
 
@@ -134,15 +142,11 @@ class SegmentRule:
     prunes: bool = True
 
 
-#: segment name → its rules.  Operations without a ``segment`` are memory operations.
-SEGMENTS: dict[str, SegmentRule] = {
-    "memory": SegmentRule("memory", ".agents/memory", _memory_source, _memory_history),
+#: segment → its rules.  A segment without a row here cannot write at all.
+SEGMENTS: dict[SegmentName, SegmentRule] = {
+    SegmentName.MEMORY: SegmentRule("memory", ".agents/memory", _memory_source,
+                                    _memory_history),
 }
-
-
-def _segment_of(op: Operation) -> str:
-    segment = getattr(op, "segment", "memory")
-    return segment if isinstance(segment, str) else str(segment)
 
 
 def _clean(rel: str, single: bool) -> str | None:
@@ -154,8 +158,10 @@ def _clean(rel: str, single: bool) -> str | None:
 
 
 def _live_config(plan: Plan) -> ProjectConfig:
-    from aikito_mem.config import parse_project_config, read_config_bytes, sha256_hex
+    from aikito_mem.config import parse_project_config
     from aikito_mem.discovery import home_directory
+    from aikito_mem.fsutil import sha256_hex
+    from aikito_mem.projects import read_config_bytes
 
     data, project_dir, config_path = read_config_bytes(plan.workspace, plan.project)
     known = _CONFIGS.get((config_path, sha256_hex(data)))
@@ -212,12 +218,12 @@ def _refusals(plan: Plan) -> Iterator[str]:
                    f"{how} ({listing})")
     ctx = _Context(plan, config)
     # Directories the plan's own unlinks empty: the only ones it may prune ([P2]).
-    emptied: set[tuple[str, str, str]] = set()
+    emptied: set[tuple[str, SegmentName, str]] = set()
     writes: list[Operation] = []
     for op in plan.operations:
         action = op.action
         if action is _UNLINK:
-            emptied.add((op.checkout, _segment_of(op), op.target.rpartition("/")[0]))
+            emptied.add((op.checkout, op.segment, op.target.rpartition("/")[0]))
             writes.append(op)
         elif action is _CREATE:
             writes.append(op)
@@ -228,22 +234,23 @@ def _refusals(plan: Plan) -> Iterator[str]:
 
 
 def _refuse_op(op: Operation, ctx: _Context, active: set[str],
-               emptied: set[tuple[str, str, str]]) -> str | None:
+               emptied: set[tuple[str, SegmentName, str]]) -> str | None:
     """Why the write ``op`` is refused, or ``None`` when the engine would derive it."""
     problem = _refuse(op, ctx, active, emptied)
     return None if problem is None else f"{op.action.value} {op.target!r}{problem}"
 
 
 def _refuse(op: Operation, ctx: _Context, active: set[str],
-            emptied: set[tuple[str, str, str]]) -> str | None:
+            emptied: set[tuple[str, SegmentName, str]]) -> str | None:
     """:func:`_refuse_op` without the leading words (built only for a refusal)."""
     if op.checkout not in active:
         return (f" is for checkout {op.checkout!r}, which is not an active checkout "
                 "of the plan")
-    segment = _segment_of(op)
+    segment = op.segment
     rule = SEGMENTS.get(segment)
     if rule is None:
-        return f" is in segment {segment!r}; expected one of {', '.join(SEGMENTS)}"
+        known = ", ".join(s.value for s in SEGMENTS)
+        return f" is in segment {segment.value!r}, which cannot write yet; expected {known}"
     prefix = f"{op.checkout}/{rule.root}/"
     if not op.target.startswith(prefix):
         return f" is outside {prefix}; expected a target below it"

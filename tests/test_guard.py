@@ -36,6 +36,7 @@ from aikito_mem.model import (
     Observed,
     Operation,
     Plan,
+    SegmentName,
 )
 from aikito_mem.observe import lstat_link, with_identity
 from tests.conftest import WS, fs_examples
@@ -383,9 +384,8 @@ def _cli_for(exc: UnsafePlanError, finish: Callable[..., None]):  # type: ignore
     return show
 
 
-def test_segment_table_has_memory_only_today() -> None:
-    assert set(guard.SEGMENTS) == {"memory"}
-    rule = guard.SEGMENTS["memory"]
+def test_segment_table_has_memory_rules() -> None:
+    rule = guard.SEGMENTS[SegmentName.MEMORY]
     assert rule.root == ".agents/memory" and rule.prunes and not rule.single_component
 
 
@@ -503,22 +503,15 @@ def test_unlink_of_a_non_link_claiming_an_owned_literal_is_refused(w: World) -> 
     assert any("aikito only unlinks its own links" in r for r in info.value.refusals)
 
 
-@attrs.frozen
-class _SegmentOp(Operation):
-    """An operation of a segment the guard has no rules for (a later engine's plan)."""
-
-    segment: str = "skills"
-
-
-def test_a_segment_without_rules_is_refused(w: World) -> None:
+def test_a_segment_without_rules_cannot_write(w: World) -> None:
+    """The rules are a table of segment → root, source, history; an operation of a segment
+    without a row (or outside its own root) is refused."""
     p = w.project().plan()
-    i = the(p, "top.md", Action.CREATE)
-    op = p.operations[i]
-    seg = _SegmentOp(**{f.name: getattr(op, f.name) for f in attrs.fields(Operation)})
-    plan = p.evolve(operations=(*p.operations[:i], seg, *p.operations[i + 1:]))
+    plan = replace_op(p, the(p, "top.md", Action.CREATE), segment=SegmentName.SKILLS)
     with pytest.raises(UnsafePlanError) as info:
         guard.check(plan)
-    assert any("is in segment 'skills'" in r for r in info.value.refusals)
+    assert any("segment 'skills'" in r or ".agents/skills/" in r
+               for r in info.value.refusals), info.value.refusals
 
 
 def test_an_unreadable_agent_toml_refuses(w: World) -> None:

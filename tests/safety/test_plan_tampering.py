@@ -30,7 +30,16 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from aikito_mem.cli import cli
-from aikito_mem.model import Candidate, CheckoutPlan, Finding, Observed, Operation, Plan
+from aikito_mem.model import (
+    Candidate,
+    CheckoutPlan,
+    Finding,
+    InstructionSource,
+    Observed,
+    Operation,
+    Plan,
+    PlannedTarget,
+)
 from aikito_mem.model import SourceCheck as SourceCheckModel
 from tests.conftest import WS, fs_examples
 from tests.snapshots import changed, snapshot
@@ -447,6 +456,28 @@ def _sources_drop(p: Doc, w: World) -> None:
     p["sources"] = []
 
 
+def _segment(p: Doc, w: World) -> None:
+    op_at(p, "top.md", "CREATE")["segment"] = "skills"
+
+
+def _skills(p: Doc, w: World) -> None:
+    p["skills"] = ["evil"]
+
+
+def _instructions(p: Doc, w: World) -> None:
+    p["instructions"] = {"path": f"{w.outside}/file.toml", "state": "content",
+                         "problem": "none", "checks": []}
+
+
+def _instruction_targets(p: Doc, w: World) -> None:
+    p["instruction_targets"] = [{"rel": "../outside/evil.md", "agents": ["claude"],
+                                 "detected": True}]
+
+
+def _agent(p: Doc, w: World) -> None:
+    p["agent"] = "claude"
+
+
 #: name → (fields of the plan document it edits, the edit).  Each is refused, exit 3 or 4.
 ATTACKS: dict[str, tuple[tuple[str, ...], Mutation]] = {
     "target-dotdot-outside": (("operations.target",), _escape_create),
@@ -516,6 +547,14 @@ ATTACKS: dict[str, tuple[tuple[str, ...], Mutation]] = {
     "sources-path": (("sources.path",), _sources_path),
     "sources-observed": (("sources.observed",), _sources_observed),
     "sources-drop": (("sources",), _sources_drop),
+    "segment": (("operations.segment",), _segment),
+    "skills": (("skills",), _skills),
+    "instructions": (("instructions", "instructions.path", "instructions.state",
+                      "instructions.problem", "instructions.checks"), _instructions),
+    "instruction-targets": (("instruction_targets", "instruction_targets.rel",
+                             "instruction_targets.agents", "instruction_targets.detected"),
+                            _instruction_targets),
+    "agent": (("agent",), _agent),
 }
 
 
@@ -625,6 +664,8 @@ def test_every_field_of_the_plan_document_is_attacked() -> None:
     required |= _fields(SourceCheckModel, "sources.")
     required |= _fields(Observed, "observed.")
     required |= _fields(Finding, "findings.")
+    required |= _fields(InstructionSource, "instructions.")
+    required |= _fields(PlannedTarget, "instruction_targets.")
     covered = {f for fields, _ in (*ATTACKS.values(), *HARMLESS.values()) for f in fields}
     assert required - covered == set()
 
