@@ -115,31 +115,45 @@ def apply_plan(
     ``ConflictError`` (1), ``StalePlanError`` (3), ``LockBusyError`` (6),
     ``ExecutionError`` (5) like a sync.
     """
-    from aikito_mem.api import Project
-    from aikito_mem.execute import execute, refused
+    from aikito_mem import signals
+    from aikito_mem.execute import execute
     from aikito_mem.lock import Locks
+
+    with Locks() as locks:
+        # Nothing is written before execution: a signal stops the run at once ([E5]).
+        with signals.interruptible():
+            fresh = _fresh_and_equal(saved, workspace, environ, lock_timeout, planfile, locks)
+        return execute(fresh, locks=locks)  # a blocked plan is refused here (exit 1)
+
+
+def _fresh_and_equal(saved: Plan, workspace: str | None, environ: Mapping[str, str] | None,
+                     lock_timeout: float, planfile: str | None, locks: Any) -> Plan:
+    """The fresh plan, made under ``locks``; raises unless it equals ``saved`` and the
+    saved observations verify (a blocked plan equal to the saved one is returned as it is:
+    it is refused as blocked before verification)."""
+    from aikito_mem.api import Project
+    from aikito_mem.execute import refused
 
     ws = _workspace(saved, workspace, environ, planfile)
     project = Project.load(saved.project, ws, environ=environ)
-    with Locks() as locks:
-        try:
-            fresh = project.plan_locked(saved.explicit_path, register=saved.register is not None,
-                                        locks=locks, lock_timeout=lock_timeout)
-        except ConfigError as exc:
-            if exc.code != "config.checkout_path":
-                raise
-            # The explicit checkout is gone or no longer a directory: the world changed.
-            diff = f"checkout {saved.explicit_path} can no longer be opened: {exc.message}"
-            raise StalePlanError(_stale_message([diff], saved, planfile),
-                                 differences=(diff,), result=refused(saved, "stale")) from None
-        differences = compare(saved, fresh)
-        if not differences and fresh.blocked:
-            return execute(fresh, locks=locks)  # refused as blocked (exit 1), nothing written
-        diffs = list(dict.fromkeys([*_verify(saved, fresh, locks), *differences]))
-        if diffs:
-            raise StalePlanError(_stale_message(diffs, saved, planfile),
-                                 differences=tuple(diffs), result=refused(saved, "stale"))
-        return execute(fresh, locks=locks)
+    try:
+        fresh = project.plan_locked(saved.explicit_path, register=saved.register is not None,
+                                    locks=locks, lock_timeout=lock_timeout)
+    except ConfigError as exc:
+        if exc.code != "config.checkout_path":
+            raise
+        # The explicit checkout is gone or no longer a directory: the world changed.
+        diff = f"checkout {saved.explicit_path} can no longer be opened: {exc.message}"
+        raise StalePlanError(_stale_message([diff], saved, planfile),
+                             differences=(diff,), result=refused(saved, "stale")) from None
+    differences = compare(saved, fresh)
+    if not differences and fresh.blocked:
+        return fresh
+    diffs = list(dict.fromkeys([*_verify(saved, fresh, locks), *differences]))
+    if diffs:
+        raise StalePlanError(_stale_message(diffs, saved, planfile),
+                             differences=tuple(diffs), result=refused(saved, "stale"))
+    return fresh
 
 
 def _stale_message(diffs: list[str], saved: Plan, planfile: str | None) -> str:

@@ -352,36 +352,32 @@ def test_every_refusal_is_named(w: World) -> None:
     assert len(info.value.refusals) == 3
 
 
-def test_cli_reports_a_refusal_as_one_json_document(w: World) -> None:
-    """``aikito apply`` never executes a saved plan as it is, so the guard cannot be
-    reached from a file; its error still renders like any configuration error."""
+def test_cli_reports_a_refusal_as_one_json_document(
+    w: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refusal reaches the command line as any configuration error does: exit 4, one
+    JSON document, every operation ``not_applied`` (``aikito apply`` never executes a
+    file's plan as it is, so a sync whose planning is tampered with stands in for it)."""
     import json
 
     from click.testing import CliRunner
 
-    from aikito_mem.cli import _finish
+    from aikito_mem.cli import cli
 
-    plan = _unlink_users_link(w, w.project().plan())
-    with pytest.raises(UnsafePlanError) as info:
-        w.project().execute(plan)
-    exc = info.value
-    res = CliRunner().invoke(_cli_for(exc, _finish), ["--json"])
+    real = Project.plan_locked
+
+    def tampered(self: Project, *args: object, **kwargs: object) -> Plan:
+        return _unlink_users_link(w, real(self, *args, **kwargs))  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Project, "plan_locked", tampered)
+    before = snapshot(*w.roots())
+    res = CliRunner().invoke(cli, ["--workspace", w.ws.root, "sync", "project", "demo",
+                                   "--json"], catch_exceptions=False)
     doc = json.loads(res.stdout)
-    assert res.exit_code == 4
+    assert res.exit_code == 4 == doc["exit_code"]
     assert doc["outcome"] == "config_error" and doc["error"]["code"] == "plan.unsafe"
     assert {op["status"] for op in doc["operations"]} == {"not_applied"}
-
-
-def _cli_for(exc: UnsafePlanError, finish: Callable[..., None]):  # type: ignore[no-untyped-def]
-    import click
-
-    @click.command()
-    @click.option("--json", "as_json", is_flag=True)
-    def show(as_json: bool) -> None:
-        finish(as_json=as_json, dry_run=False, outcome=exc.outcome, exit_code=exc.exit_code,
-               project="demo", workspace=None, plan=exc.plan, error=exc)
-
-    return show
+    assert changed(before, snapshot(*w.roots())) == set()
 
 
 def test_segment_table_has_memory_rules() -> None:
