@@ -81,7 +81,6 @@ class Project:
     def __init__(self, *, config: ProjectConfig, workspace: Workspace) -> None:
         #: The validated ``agent.toml``.
         self.config = config
-        _guard.remember(config)  # the writer's check re-uses this parse ([E9])
         #: The resolved workspace.
         self.ws = workspace
         #: The environment ``agent.toml`` was loaded with (``~`` expansion), for re-reads.
@@ -167,6 +166,7 @@ class Project:
         register: str | None,
         identify: bool = True,
     ) -> Plan:
+        _guard.remember(self.config, self._home())  # the writer's check re-uses it ([E9])
         views = tuple(_checkouts.observe(s, observer) for s in slots)
         resources = resolve(self.config, self.workspace, observer)
         plan = build_plan(

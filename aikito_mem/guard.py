@@ -54,18 +54,19 @@ _CREATE, _UNLINK = Action.CREATE, Action.UNLINK
 
 __all__ = ["SEGMENTS", "SegmentRule", "check", "remember"]
 
-#: Configurations the engine itself parsed, by (config path, sha256 of the bytes): the
-#: guard re-reads ``agent.toml`` under the lock and, when its bytes are ones the engine
-#: already parsed in this process, re-uses that parse instead of parsing again ([P6]).
-#: The key is the digest of the live bytes, never anything the plan claims.
-_CONFIGS: OrderedDict[tuple[str, str], ProjectConfig] = OrderedDict()
+#: Configurations the engine itself planned with, by (config path, sha256 of the bytes),
+#: with the home directory it expanded ``~`` with: the guard re-reads ``agent.toml`` under
+#: the lock and, when its bytes are ones the engine already parsed in this process,
+#: re-uses that parse instead of parsing again ([P6]).  The key is the digest of the live
+#: bytes, never anything the plan claims.
+_CONFIGS: OrderedDict[tuple[str, str], tuple[ProjectConfig, str | None]] = OrderedDict()
 _CONFIGS_MAX = 8
 
 
-def remember(config: ProjectConfig) -> None:
-    """Record a configuration the engine parsed (called when a project is loaded)."""
+def remember(config: ProjectConfig, home: str | None = None) -> None:
+    """Record a configuration the engine plans with, and its home directory."""
     key = (config.config_path, config.sha256)
-    _CONFIGS[key] = config
+    _CONFIGS[key] = (config, home)
     _CONFIGS.move_to_end(key)
     while len(_CONFIGS) > _CONFIGS_MAX:
         _CONFIGS.popitem(last=False)
@@ -157,7 +158,7 @@ def _clean(rel: str, single: bool) -> str | None:
     return problem
 
 
-def _live_config(plan: Plan) -> ProjectConfig:
+def _live_config(plan: Plan) -> tuple[ProjectConfig, str | None]:
     from aikito_mem.config import parse_project_config
     from aikito_mem.discovery import home_directory
     from aikito_mem.fsutil import sha256_hex
@@ -167,8 +168,9 @@ def _live_config(plan: Plan) -> ProjectConfig:
     known = _CONFIGS.get((config_path, sha256_hex(data)))
     if known is not None:
         return known
+    home = home_directory()
     return parse_project_config(data, name=plan.project, project_dir=project_dir,
-                                config_path=config_path, home=home_directory() or "")
+                                config_path=config_path, home=home or ""), home
 
 
 def _allowed_checkouts(plan: Plan, config: ProjectConfig) -> tuple[set[str], str]:
@@ -186,7 +188,7 @@ def _allowed_checkouts(plan: Plan, config: ProjectConfig) -> tuple[set[str], str
 
 def _refusals(plan: Plan) -> Iterator[str]:
     try:
-        config = _live_config(plan)
+        config, home = _live_config(plan)
     except ConfigError as exc:
         yield f"the project's agent.toml cannot be loaded to check the plan: {exc.message}"
         return
@@ -194,9 +196,14 @@ def _refusals(plan: Plan) -> Iterator[str]:
         yield (f"the plan names {plan.config_path!r} as the project's agent.toml; expected "
                f"{config.config_path}")
     if plan.register is not None:
-        if plan.explicit_path is None or plan.register != plan.explicit_path:
+        from aikito_mem.config_edit import registered_form
+
+        explicit = plan.explicit_path
+        if explicit is None or plan.register not in (explicit,
+                                                     registered_form(explicit, home)):
             yield (f"the plan registers {plan.register!r} in agent.toml; expected only the "
-                   f"checkout named explicitly ({plan.explicit_path!r})")
+                   f"checkout named explicitly ({explicit!r}, as ~/… under the home "
+                   "directory)")
         if plan.config_sha256 is None:
             yield ("the plan registers a checkout without the sha256 of agent.toml that the "
                    "compare-and-swap needs ([K4])")

@@ -215,9 +215,12 @@ def _check_plan(plan: Plan) -> None:
         if plan.config_sha256 is None:
             raise Invalid("plan.register", "is set without plan.config_sha256 (the sha256 "
                            "of agent.toml its compare-and-swap needs)")
-        if plan.register != plan.explicit_path:
-            raise Invalid("plan.register", f"must equal plan.explicit_path, found "
-                           f"{plan.register!r}")
+        if plan.explicit_path is None:
+            raise Invalid("plan.register", "is set without plan.explicit_path (only the "
+                          "checkout named explicitly is registered)")
+        if not plan.register.startswith(("/", "~/")) and plan.register != "~":
+            raise Invalid("plan.register", f"must be an absolute path or ~/…, found "
+                          f"{plan.register!r}")
     for i, check in enumerate(plan.sources):
         _absolute(check.path, f"plan.sources[{i}].path")
     for i, co in enumerate(plan.checkouts):

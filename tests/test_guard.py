@@ -532,3 +532,17 @@ def test_a_plan_without_writes_is_not_examined(w: World) -> None:
     assert not plan.has_changes
     os.unlink(w.ws.config_path("demo"))
     guard.check(plan)  # nothing to write: nothing to refuse
+
+
+def test_registration_under_home_is_written_as_tilde_and_passes(w: World) -> None:
+    """[K4]: a checkout under the home directory is registered as ``~/…``; that value is
+    the one the guard derives for the explicit path, any other is refused."""
+    home = os.environ["HOME"]
+    co = f"{home}/code/demo"
+    os.makedirs(co)
+    plan = w.project().plan(co)
+    assert plan.register == "~/code/demo"
+    guard.check(plan)
+    with pytest.raises(UnsafePlanError):
+        guard.check(plan.evolve(register="~/code/other"))
+    assert w.project().execute(plan).registered
