@@ -184,28 +184,14 @@ def _describe(st: os.stat_result | None) -> str:
 
 def _find_checkout(physical: str, ws_root: str, only: str | None,
                    environ: Mapping[str, str] | None) -> tuple[ProjectConfig, str, str]:
-    """``(config, label, checkout)`` whose active checkout holds ``physical`` under
-    ``.agents/memory/``."""
-    from aikito_mem import checkouts as _checkouts
-    from aikito_mem.model import CheckoutState
-    from aikito_mem.projects import list_projects, load_project_config
+    """``(config, label, checkout root)`` whose active checkout holds ``physical`` under
+    ``.agents/memory/`` (the one shared search: :func:`aikito_mem.projects.find_checkouts`;
+    the root is the spelling ``physical`` was found under, e.g. through a bind mount)."""
+    from aikito_mem.projects import find_checkouts
 
-    names = [only] if only is not None else list(list_projects(ws_root))
-    found: list[tuple[ProjectConfig, str, str]] = []
-    broken: list[str] = []
-    for name in names:
-        try:
-            config = load_project_config(ws_root, name, environ=environ)
-        except ConfigError:
-            if only is not None:
-                raise
-            broken.append(name)
-            continue
-        for slot in _checkouts.slots(config, Observer()):
-            if slot.state is CheckoutState.ACTIVE and \
-                    physical.startswith(f"{slot.path.rstrip('/')}/{ANCHOR}/"):
-                found.append((config, slot.label, slot.path))
-                break
+    search = find_checkouts(physical, ws_root, only=only, under=ANCHOR, environ=environ)
+    found = [(m.config, m.label, m.root) for m in search.matches]
+    broken = list(search.broken)
     if len(found) == 1:
         return found[0]
     if found:

@@ -418,17 +418,3 @@ def parse_project_config(
         sha256=digest,
         skills=skills,
     )
-
-
-#: Names that moved to :mod:`aikito_mem.projects` (reading files is not parsing).
-_MOVED = frozenset({"list_projects", "load_project_config", "read_config_bytes"})
-
-
-def __getattr__(name: str) -> Any:
-    """Transitional: ``from aikito_mem.config import load_project_config`` still works
-    for callers not yet switched to :mod:`aikito_mem.projects`; nothing here reads."""
-    if name in _MOVED:
-        from aikito_mem import projects
-
-        return getattr(projects, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
