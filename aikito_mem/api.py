@@ -13,12 +13,14 @@ import attrs
 
 from aikito_mem import checkouts as _checkouts
 from aikito_mem import guard as _guard
+from aikito_mem import signals
 from aikito_mem.config import parse_project_config
 from aikito_mem.config_edit import plan_registration
 from aikito_mem.discovery import Workspace, current_directory, home_directory, resolve_workspace
 from aikito_mem.errors import ConfigError, ProjectPrepareConflictError
-from aikito_mem.execute import Locks, execute, planned_result
+from aikito_mem.execute import execute, planned_result
 from aikito_mem.fsutil import sha256_hex
+from aikito_mem.lock import DEFAULT_TIMEOUT, Locks, check_timeout
 from aikito_mem.model import (
     CheckoutState,
     Plan,
@@ -167,19 +169,21 @@ class Project:
         identify: bool = True,
     ) -> Plan:
         _guard.remember(self.config, self._home())  # the writer's check re-uses it ([E9])
-        views = tuple(_checkouts.observe(s, observer) for s in slots)
-        resources = resolve(self.config, self.workspace, observer)
-        plan = build_plan(
-            config=self.config,
-            workspace=self.workspace,
-            workspace_source=self.ws.found_via,
-            resources=resources,
-            checkouts=views,
-            explicit_path=explicit,
-            register=register,
-            home=self._home(),
-        )
-        return _identify(plan) if identify else plan
+        # Planning writes nothing: a signal ends it at once ([E5]).
+        with signals.interruptible():
+            views = tuple(_checkouts.observe(s, observer) for s in slots)
+            resources = resolve(self.config, self.workspace, observer)
+            plan = build_plan(
+                config=self.config,
+                workspace=self.workspace,
+                workspace_source=self.ws.found_via,
+                resources=resources,
+                checkouts=views,
+                explicit_path=explicit,
+                register=register,
+                home=self._home(),
+            )
+            return _identify(plan) if identify else plan
 
     def plan(
         self, path: str | None = None, *, register: bool = True, identify: bool = True
@@ -202,8 +206,11 @@ class Project:
 
     # -- execution ----------------------------------------------------------------------
 
-    def execute(self, plan: Plan, *, lock_timeout: float = 30.0) -> SyncResult:
-        """Execute a plan made earlier: lock, re-verify everything, write ([E1]–[E5])."""
+    def execute(self, plan: Plan, *, lock_timeout: float = DEFAULT_TIMEOUT) -> SyncResult:
+        """Execute a plan made earlier: lock, re-verify everything, write ([E1]–[E5]).
+
+        SIGINT/SIGTERM handlers are installed for the duration ([E5]); ``lock_timeout``
+        must be a finite number of seconds ≥ 0, else :class:`ConfigError`."""
         if plan.workspace != self.workspace or plan.project != self.name:
             raise ConfigError(
                 f"plan is for project {plan.project!r} of workspace {plan.workspace}; "
@@ -218,10 +225,16 @@ class Project:
         path: str | None = None,
         *,
         register: bool = True,
-        lock_timeout: float = 30.0,
+        lock_timeout: float = DEFAULT_TIMEOUT,
     ) -> SyncResult:
-        """Lock, plan and execute in one go (``aikito sync project``) ([E3])."""
-        with Locks() as locks:
+        """Lock, plan and execute in one go (``aikito sync project``) ([E3]).
+
+        SIGINT/SIGTERM handlers are installed for the duration: waiting for the lock and
+        planning end at once on a signal, writes stop before the next one ([E5]).
+        ``lock_timeout`` must be a finite number of seconds ≥ 0, else
+        :class:`ConfigError`."""
+        lock_timeout = check_timeout(lock_timeout)
+        with signals.installed(), Locks() as locks:
             plan = self.plan_locked(path, register=register, locks=locks,
                                     lock_timeout=lock_timeout)
             return execute(plan, locks=locks)
@@ -265,8 +278,13 @@ class Project:
         """Make one checkout's memory ready for an agent session ([A3], INV-MEM-12).
 
         Same engine, holding the lock; never registers, never touches anything outside
-        that checkout's ``.agents/memory``, prints nothing.
+        that checkout's ``.agents/memory``, prints nothing.  SIGINT/SIGTERM handlers are
+        installed for the duration ([E5]).
         """
+        with signals.installed():
+            return self._prepare(agent, path)
+
+    def _prepare(self, agent: str, path: str | None) -> PreparedProject:
         self._check_agent(agent)
         observer = Observer()
         if path is None:
@@ -289,7 +307,7 @@ class Project:
         else:
             slot, _registered = _checkouts.explicit_slot(self.config, path, observer)
         with Locks() as locks:
-            locks.acquire([slot.path], 30.0)
+            locks.acquire([slot.path], DEFAULT_TIMEOUT)
             plan = self._plan((slot,), Observer(), explicit=slot.path, register=None)
             if plan.blocked:
                 conflicts = tuple(

@@ -16,19 +16,18 @@ from __future__ import annotations
 import errno
 import os
 import signal
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from types import FrameType
+from collections.abc import Callable, Iterable
 
-from aikito_mem import observe
+from aikito_mem import observe, signals
 from aikito_mem.errors import (
     ConflictError,
     ExecutionError,
     InterruptedError_,
     StalePlanError,
 )
-from aikito_mem.lock import _DIR_FLAGS, Locks, lock_fd, open_root
+from aikito_mem.lock import _DIR_FLAGS, DEFAULT_TIMEOUT, Locks, check_timeout, lock_fd, open_root
 from aikito_mem.model import (
+    MEMORY_DIR,
     Action,
     CheckoutPlan,
     CheckoutState,
@@ -40,7 +39,6 @@ from aikito_mem.model import (
     Status,
     SyncResult,
 )
-from aikito_mem.planner import MEMORY_DIR
 from aikito_mem.verify import _by_checkout, verify
 
 __all__ = ["Locks", "execute", "lock_fd", "open_root", "planned_result", "refused", "verify"]
@@ -54,32 +52,6 @@ class _Drift(Exception):
 
 
 # -- writes ([E4], [E5]) -----------------------------------------------------------------
-
-
-class _Signals:
-    """SIGINT/SIGTERM: finish the operation in flight, then stop ([E5])."""
-
-    def __init__(self) -> None:
-        self.received: int | None = None
-        self._old: dict[int, object] = {}
-
-    def _handler(self, signum: int, frame: FrameType | None) -> None:
-        self.received = signum
-
-    @contextmanager
-    def installed(self) -> Iterator[_Signals]:
-        import threading
-
-        if threading.current_thread() is not threading.main_thread():
-            yield self
-            return
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            self._old[sig] = signal.signal(sig, self._handler)
-        try:
-            yield self
-        finally:
-            for num, old in self._old.items():
-                signal.signal(num, old)  # type: ignore[arg-type]
 
 
 class _Writer:
@@ -102,14 +74,27 @@ class _Writer:
         self.ids.clear()
 
     def dir_fd(self, rel: str, *, create: bool) -> int:
-        """Descriptor of directory ``rel`` (relative to the checkout root)."""
+        """Descriptor of directory ``rel`` (relative to the checkout root), opened one level
+        at a time from the nearest held ancestor (no recursion, no path longer than one
+        name: a tree deeper than ``PATH_MAX`` is written like any other)."""
         if not rel:
             return self.root_fd
         fd = self.fds.get(rel)
         if fd is not None:
             return fd
-        parent, _, name = rel.rpartition("/")
-        pfd = self.dir_fd(parent, create=create)
+        chain: list[str] = []
+        cur = rel
+        while cur and cur not in self.fds:
+            chain.append(cur)
+            cur = cur.rpartition("/")[0]
+        pfd = self.fds[cur] if cur else self.root_fd
+        for sub in reversed(chain):
+            pfd = self._open(pfd, sub, create=create)
+        return pfd
+
+    def _open(self, pfd: int, rel: str, *, create: bool) -> int:
+        """Open (creating it when planned) the directory ``rel`` inside ``pfd``."""
+        name = rel.rpartition("/")[2]
         try:
             fd = os.open(name, _DIR_FLAGS, dir_fd=pfd)
         except FileNotFoundError:
@@ -162,10 +147,10 @@ class _Writer:
             raise _Drift(f"checkout {self.co.path} was moved or replaced during execution")
         if not rel:
             return
-        parts = rel.split("/")
         pfd = self.root_fd
-        for i, part in enumerate(parts):
-            sub = "/".join(parts[: i + 1])
+        sub = ""
+        for part in rel.split("/"):
+            sub = f"{sub}/{part}" if sub else part
             fd = self.fds[sub]
             try:
                 st = os.stat(part, dir_fd=pfd, follow_symlinks=False)
@@ -262,10 +247,17 @@ def execute(
     plan: Plan,
     *,
     locks: Locks | None = None,
-    lock_timeout: float = 30.0,
+    lock_timeout: float = DEFAULT_TIMEOUT,
     always_verify: bool = False,
 ) -> SyncResult:
-    """Execute ``plan`` exactly; raise on conflict, drift, failure or signal."""
+    """Execute ``plan`` exactly; raise on conflict, drift, failure or signal.
+
+    The SIGINT/SIGTERM handlers of :mod:`aikito_mem.signals` are installed for the
+    duration (nested inside the command line's, if it installed them): waiting for the
+    locks and verifying end at once on a signal; from the registration on, a signal is
+    checked before each write and the operation in flight is finished ([E5]).
+    """
+    lock_timeout = check_timeout(lock_timeout)
     if plan.blocked:
         n = len(plan.conflicts)
         raise ConflictError(
@@ -275,34 +267,51 @@ def execute(
         )
     own_locks = locks is None
     held = locks if locks is not None else Locks()
-    signals = _Signals()
     with signals.installed():
-        return _locked(plan, held, own_locks, lock_timeout, always_verify, signals)
+        try:
+            _checked(plan, held, own_locks, lock_timeout, always_verify)
+            with signals.deferred():
+                return _apply(plan, held)
+        finally:
+            if own_locks:
+                held.release()
 
 
-def _locked(plan: Plan, held: Locks, own_locks: bool, lock_timeout: float,
-            always_verify: bool, signals: _Signals) -> SyncResult:
+def _checked(plan: Plan, held: Locks, own_locks: bool, lock_timeout: float,
+             always_verify: bool) -> None:
+    """Take the locks ([E3]) and re-check every recorded observation ([E2]).  Nothing is
+    in flight here: a signal ends it at once, with nothing written."""
     try:
-        active = [co.path for co in plan.checkouts if co.state is CheckoutState.ACTIVE]
-        if own_locks:
-            held.acquire(active, lock_timeout)
-        if plan.has_changes or always_verify:
-            diffs = verify(plan, held)
-            if diffs:
-                raise StalePlanError(
-                    "the plan is stale — the world changed since it was made; nothing was "
-                    "written. Run the sync again to plan afresh:\n  - " + "\n  - ".join(diffs),
-                    differences=tuple(diffs), result=refused(plan, "stale"),
-                )
-        from aikito_mem.guard import check  # [E9]: no write the engine would not derive
-        check(plan)
-        return _apply(plan, held, signals)
-    finally:
-        if own_locks:
-            held.release()
+        with signals.interruptible():
+            if own_locks:
+                held.acquire([co.path for co in plan.checkouts
+                              if co.state is CheckoutState.ACTIVE], lock_timeout)
+            diffs = verify(plan, held) if plan.has_changes or always_verify else []
+    except InterruptedError_ as exc:
+        if exc.result is None:
+            exc.result = refused(plan, "interrupted")
+        raise
+    if diffs:
+        raise StalePlanError(
+            "the plan is stale — the world changed since it was made; nothing was "
+            "written. Run the sync again to plan afresh:\n  - " + "\n  - ".join(diffs),
+            differences=tuple(diffs), result=refused(plan, "stale"),
+        )
+    from aikito_mem.guard import check  # [E9]: no write the engine would not derive
+    check(plan)
 
 
-def _apply(plan: Plan, locks: Locks, signals: _Signals) -> SyncResult:
+def _stop_if_signalled(result: Callable[[], SyncResult], done: str) -> None:
+    """[E5]: raise :class:`InterruptedError_` when a signal was received — called before
+    the registration and before each write, so no write starts after the signal."""
+    signum = signals.received()
+    if signum is not None:
+        name = signal.Signals(signum).name
+        raise InterruptedError_(f"interrupted by {name}: {done}", signum=signum,
+                                result=result())
+
+
+def _apply(plan: Plan, locks: Locks) -> SyncResult:
     applied: set[int] = set()
     unknown: set[int] = set()
     registered = False
@@ -315,9 +324,14 @@ def _apply(plan: Plan, locks: Locks, signals: _Signals) -> SyncResult:
             segments=(Segment("memory", success),), registered=registered,
         )
 
+    def interrupted() -> SyncResult:
+        return result("interrupted", False)
+
     if plan.register is not None:
         from aikito_mem.config_edit import register_checkout
 
+        _stop_if_signalled(interrupted, "nothing was written (agent.toml not registered) — "
+                           "run the sync again")
         assert plan.config_sha256 is not None
         try:
             register_checkout(plan.config_path, plan.register,
@@ -343,14 +357,8 @@ def _apply(plan: Plan, locks: Locks, signals: _Signals) -> SyncResult:
         writer = _Writer(co, locks.fds[co.path])
         try:
             for i in order:
-                if signals.received is not None:
-                    signum = signals.received
-                    name = signal.Signals(signum).name
-                    raise InterruptedError_(
-                        f"interrupted by {name}: the operation in flight was finished, "
-                        "the rest was not applied — run the sync again to converge",
-                        signum=signum, result=result("interrupted", False),
-                    )
+                _stop_if_signalled(interrupted, "the operation in flight was finished, the "
+                                   "rest was not applied — run the sync again to converge")
                 op = plan.operations[i]
                 try:
                     if op.action is Action.CREATE:
@@ -381,15 +389,10 @@ def _apply(plan: Plan, locks: Locks, signals: _Signals) -> SyncResult:
                 applied.add(i)
         finally:
             writer.close()
-    if signals.received is not None:
-        # The signal arrived during the last operation: it was finished, and the run
-        # still reports the interruption ([E5]).
-        signum = signals.received
-        raise InterruptedError_(
-            f"interrupted by {signal.Signals(signum).name} after the last operation "
-            "finished; every operation was applied",
-            signum=signum, result=result("interrupted", False),
-        )
+    # A signal during the last operation: it was finished, and the run still reports the
+    # interruption ([E5]).
+    _stop_if_signalled(interrupted, "it arrived after the last operation finished; every "
+                       "operation was applied")
     changed = bool(applied) or registered
     return result("applied" if changed else "unchanged", True)
 

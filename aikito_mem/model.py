@@ -13,6 +13,11 @@ from typing import Any
 import attrs
 from attrs import frozen
 
+#: The runtime tree of a checkout and its segment roots, relative to the checkout root:
+#: the one definition every room uses ([O3], [O4], §13).
+AGENTS_DIR = ".agents"
+MEMORY_DIR = f"{AGENTS_DIR}/memory"
+SKILLS_DIR = f"{AGENTS_DIR}/skills"
 
 class Action(enum.Enum):
     """The closed set of things a plan can say about one runtime path ([P1])."""
@@ -36,6 +41,9 @@ class Kind(enum.Enum):
     CHAR = "character device"
     BLOCK = "block device"
     OTHER = "unknown file type"
+    #: The root of another mounted filesystem (or a bind mount) below ``.agents/memory``:
+    #: a foreign entry, never looked into, written through or removed ([E5]).
+    MOUNT = "mount point"
 
 
 class Status(enum.Enum):

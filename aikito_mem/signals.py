@@ -9,7 +9,9 @@ kills the process silently:
   in flight is finished;
 - inside :func:`interruptible` (waiting for a lock, planning, reading, sleeping: nothing
   half-written can be left) the handler raises :class:`~aikito_mem.errors.InterruptedError_`
-  at once, so a command waiting out ``--lock-timeout`` stops immediately.
+  at once, so a command waiting out ``--lock-timeout`` stops immediately;
+- inside :func:`deferred` (a write loop) the handler only records, even when an enclosing
+  caller made the region interruptible: an operation is never cut in half.
 
 The command line turns the error into exit 130 / 143 and its one JSON document.
 Installing is a no-op outside the main thread (Python delivers signals only there).
@@ -109,3 +111,15 @@ def interruptible() -> Iterator[None]:
         yield
     finally:
         _state.waiting -= 1
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """A region with writes in flight: a signal is only recorded, even inside an enclosing
+    :func:`interruptible` region; the writer calls :func:`check` before each write."""
+    saved = _state.waiting
+    _state.waiting = 0
+    try:
+        yield
+    finally:
+        _state.waiting = saved

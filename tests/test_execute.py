@@ -647,3 +647,203 @@ def test_sigterm_finishes_the_operation_in_flight_then_stops(
     assert [statuses[i] for i in order] == ["applied", "applied"] + ["not_applied"] * 3
     monkeypatch.undo()
     assert_converges(ws, co, foreign)
+
+
+# --------------------------------------------------------------------------- signals [E5]
+#
+# The engine installs the SIGINT/SIGTERM handlers of aikito_mem.signals for every API call
+# that can write (Project.sync / execute / prepare, execute()), whether or not a command
+# line installed them first.  Waiting for the lock, planning and verification end at once
+# on a signal; from the registration on, a signal is checked before each write.
+
+
+def _registering_plan(ws: WS) -> tuple[Any, str, bytes]:
+    """A plan for an explicit, unregistered checkout: it registers, then links."""
+    ws.add_file("a.md", "a\n")
+    ws.add_file("b.md", "b\n")
+    registered = ws.checkout("registered")
+    co = ws.checkout("new")
+    config = ws.write_config("demo", memory=["a.md", "b.md"], paths=[registered])
+    project = ws.project("demo")
+    plan = project.plan(path=co)
+    assert plan.register == co and plan.summary()["create"] == 2
+    return plan, co, Path(config).read_bytes()
+
+
+def test_signal_while_waiting_for_the_lock_ends_the_run_before_anything_is_written(
+    ws: WS, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The signal arrives while another process holds the lock, which then frees: the run
+    stops at once — never waits out the timeout, never verifies, registers or links."""
+    import fcntl
+
+    import aikito_mem.lock as lock_mod
+    from aikito_mem.errors import InterruptedError_
+
+    plan, co, config = _registering_plan(ws)
+    holder = os.open(co, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    verified: list[object] = []
+    real_verify = execute_mod.verify
+
+    def sleep(seconds: float) -> None:
+        if holder in open_fds:
+            open_fds.remove(holder)
+            os.close(holder)  # the lock frees …
+            os.kill(os.getpid(), signal.SIGTERM)  # … and the signal arrives
+
+    open_fds = [holder]
+    monkeypatch.setattr(lock_mod.time, "sleep", sleep)
+    monkeypatch.setattr(execute_mod, "verify",
+                        lambda *a: (verified.append(a), real_verify(*a))[1])
+    before = snapshot(ws.base)
+    try:
+        with pytest.raises(InterruptedError_) as info:
+            ws.project("demo").execute(plan, lock_timeout=60)
+    finally:
+        if open_fds:
+            os.close(holder)
+    assert info.value.exit_code == 143
+    assert info.value.result.outcome == "interrupted"
+    assert set(info.value.result.statuses) == {Status.NOT_APPLIED}
+    assert verified == []
+    assert snapshot(ws.base) == before
+    assert Path(ws.config_path("demo")).read_bytes() == config
+
+
+def test_signal_after_verification_stops_before_the_registration(
+    ws: WS, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aikito_mem.errors import InterruptedError_
+
+    plan, _co, config = _registering_plan(ws)
+    real = execute_mod._checked
+
+    def checked(*args: Any) -> None:
+        real(*args)
+        os.kill(os.getpid(), signal.SIGINT)  # arrives after the interruptible region
+
+    monkeypatch.setattr(execute_mod, "_checked", checked)
+    before = snapshot(ws.base)
+    with pytest.raises(InterruptedError_) as info:
+        ws.project("demo").execute(plan)
+    assert info.value.exit_code == 130
+    assert not info.value.result.registered
+    assert set(info.value.result.statuses) == {Status.NOT_APPLIED}
+    assert Path(ws.config_path("demo")).read_bytes() == config
+    assert snapshot(ws.base) == before
+
+
+def test_signal_while_planning_a_sync_stops_at_once(
+    ws: WS, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Planning is interruptible: the second checkout is never observed."""
+    import aikito_mem.checkouts as checkouts_mod
+    from aikito_mem.errors import InterruptedError_
+
+    ws.add_file("a.md", "a\n")
+    cos = [ws.checkout("one"), ws.checkout("two")]
+    ws.write_config("demo", memory=["a.md"], paths=cos)
+    observed: list[str] = []
+    real = checkouts_mod.observe
+
+    def observe(slot: Any, observer: Any) -> Any:
+        observed.append(slot.path)
+        if len(observed) == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real(slot, observer)
+
+    monkeypatch.setattr(checkouts_mod, "observe", observe)
+    before = snapshot(ws.base)
+    with pytest.raises(InterruptedError_) as info:
+        ws.project("demo").sync()
+    assert info.value.exit_code == 143
+    assert observed == cos[:1]
+    assert snapshot(ws.base) == before
+
+
+@pytest.mark.parametrize("call", ["sync", "execute", "prepare", "execute_function"])
+def test_every_writing_api_call_installs_the_handlers_for_its_duration(
+    ws: WS, monkeypatch: pytest.MonkeyPatch, call: str
+) -> None:
+    """From the lock wait and the planning (sync, prepare) to the last write."""
+    import aikito_mem.checkouts as checkouts_mod
+    from aikito_mem import signals
+
+    ws.add_file("a.md", "a\n")
+    co = ws.checkout("co")
+    ws.write_config("demo", memory=["a.md"], paths=[co])
+    project = ws.project("demo")
+    plan = project.plan()
+    seen: list[tuple[str, object, object]] = []
+
+    def record(moment: str) -> None:
+        seen.append((moment, signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)))
+
+    real_observe = checkouts_mod.observe
+    monkeypatch.setattr(checkouts_mod, "observe",
+                        lambda slot, obs: (record("plan"), real_observe(slot, obs))[1])
+    monkeypatch.setattr(execute_mod, "before_write", lambda op: record("write"))
+    outside = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
+    if call == "sync":
+        project.sync()
+    elif call == "execute":
+        project.execute(plan)
+    elif call == "prepare":
+        project.prepare("claude")
+    else:
+        execute_mod.execute(plan)
+    moments = ["plan", "write"] if call in ("sync", "prepare") else ["write"]
+    assert seen == [(m, signals._handler, signals._handler) for m in moments]
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == outside
+
+
+def test_signal_during_verification_stops_at_once(
+    ws: WS, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Verification is interruptible: the second checkout is never looked at."""
+    import aikito_mem.verify as verify_mod
+    from aikito_mem.errors import InterruptedError_
+
+    ws.add_file("a.md", "a\n")
+    cos = [ws.checkout("one"), ws.checkout("two")]
+    ws.write_config("demo", memory=["a.md"], paths=cos)
+    plan = ws.project("demo").plan()
+    verified: list[str] = []
+    real = verify_mod._verify_checkout
+
+    def verify_checkout(co: Any, fd: int, ops: Any) -> list[str]:
+        verified.append(co.path)
+        if len(verified) == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real(co, fd, ops)
+
+    monkeypatch.setattr(verify_mod, "_verify_checkout", verify_checkout)
+    before = snapshot(ws.base)
+    with pytest.raises(InterruptedError_) as info:
+        ws.project("demo").execute(plan)
+    assert info.value.exit_code == 143
+    assert verified == cos[:1]
+    assert snapshot(ws.base) == before
+
+
+def test_the_operation_in_flight_is_finished_even_inside_an_interruptible_caller(
+    ws: WS, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A caller that (wrongly) runs the engine inside an interruptible region cannot make a
+    signal cut a write in half: the write loop only records it."""
+    from aikito_mem import signals
+    from aikito_mem.errors import InterruptedError_
+
+    co = build(ws)
+    plan = ws.project("demo").plan()
+    order = writes(list(plan.operations), co)
+    monkeypatch.setattr(execute_mod, "before_write",
+                        _hook_at(2, lambda: os.kill(os.getpid(), signal.SIGTERM)))
+    with signals.installed(), signals.interruptible(), \
+            pytest.raises(InterruptedError_) as info:
+        ws.project("demo").execute(plan)
+    statuses = [s.value for s in info.value.result.statuses]
+    assert [statuses[i] for i in order] == ["applied", "applied"] + ["not_applied"] * 3
+    for i in order[:2]:
+        assert os.path.islink(plan.operations[i].target)

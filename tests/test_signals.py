@@ -41,3 +41,12 @@ def test_uninstall_restores_previous_handlers():
         assert signal.getsignal(signal.SIGTERM) is not before
     assert signal.getsignal(signal.SIGTERM) is before
     assert signals.received() is None
+
+
+def test_deferred_only_records_even_inside_interruptible():
+    with signals.installed(), signals.interruptible():
+        with signals.deferred():
+            os.kill(os.getpid(), signal.SIGTERM)  # recorded, not raised: a write is in flight
+            assert signals.received() == signal.SIGTERM
+        with pytest.raises(InterruptedError_):
+            signals.check()
