@@ -19,12 +19,21 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
+from collections.abc import Iterator
 
 from aikito_mem.model import ABSENT, Kind, Observed
 
 #: ``_IOR('v', 1, long)``: the inode generation number.
 FS_IOC_GETVERSION = 0x80087601
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: An entry that vanished, or was replaced by a non-directory / a symlink, meanwhile.
+_GONE = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)
+_EMPTY: Iterator[os.DirEntry[str]] = iter(())
+_MOUNTINFO = "/proc/self/mountinfo"
+_OCTAL = re.compile(rb"\\([0-7]{3})")
 
 _KINDS = {
     stat.S_IFLNK: Kind.LINK,
@@ -70,6 +79,23 @@ def lstat_link(path: str, *, dir_fd: int | None = None) -> Observed:
     return obs
 
 
+def mount_points(mountinfo: str = _MOUNTINFO) -> frozenset[str] | None:
+    """Every mount point of this process's mount namespace (``/proc/self/mountinfo``,
+    field 5, octal escapes decoded), or ``None`` when the table cannot be read."""
+    try:
+        with open(mountinfo, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    points: set[str] = set()
+    for line in data.splitlines():
+        fields = line.split(b" ")
+        if len(fields) > 4:
+            raw = _OCTAL.sub(lambda m: bytes([int(m.group(1), 8)]), fields[4])
+            points.add(os.fsdecode(raw))
+    return frozenset(points)
+
+
 def generation(path: str, *, dir_fd: int | None = None) -> int | None:
     """The inode generation number of a file or directory, or ``None`` if unsupported."""
     import fcntl
@@ -103,6 +129,8 @@ class Observer:
         self._errors: dict[str, OSError] = {}
         #: Number of filesystem calls made (a structural seam for the syscall budget).
         self.calls = 0
+        self._mounts: frozenset[str] | None = None
+        self._mounts_read = False
 
     def lstat(self, path: str) -> Observed:
         """Cached :func:`lstat`; an ``OSError`` other than absence is re-raised each time."""
@@ -137,38 +165,103 @@ class Observer:
         self.calls += 3
         return with_identity(path, obs)
 
-    def scan(self, root: str, root_obs: Observed) -> tuple[tuple[str, Observed], ...]:
-        """Every entry below ``root`` (a real directory), recursively, never through links.
+    def mounts(self) -> frozenset[str] | None:
+        """The mount points of this process (read once per run), ``None`` if unknown."""
+        if not self._mounts_read:
+            self._mounts_read = True
+            self.calls += 1
+            self._mounts = mount_points()
+        return self._mounts
 
-        Types come from ``getdents`` (``DirEntry``), identities from ``d_ino`` and the
-        parent's device, literals from one ``readlink`` per link.
+    def scan(self, root: str, root_obs: Observed) -> tuple[tuple[str, Observed], ...]:
+        """Every entry below ``root`` (a real directory), recursively, never through links
+        and never into another mounted filesystem.
+
+        The walk goes through ``O_NOFOLLOW`` directory descriptors, each directory listed
+        relative to its parent's descriptor, so a tree deeper than ``PATH_MAX`` (which the
+        executor can create the same way) is observed like any other ([E5]).  Types come
+        from ``getdents`` (``DirEntry``); a link's identity from ``d_ino`` and its
+        directory's device, its literal from one ``readlinkat``; a directory's identity
+        from one ``fstatat`` — the same call verification makes ([E2]) — and a directory
+        that is the root of another mount is a :attr:`Kind.MOUNT` entry, not descended.
         """
         out: list[tuple[str, Observed]] = []
-        stack: list[tuple[str, str, int]] = [(root, "", root_obs.dev)]
-        while stack:
-            path, prefix, dev = stack.pop()
-            self.calls += 1
-            try:
-                it = os.scandir(path)
-            except (FileNotFoundError, NotADirectoryError):
-                continue
-            with it:
-                for entry in it:
-                    rel = prefix + entry.name
-                    if entry.is_symlink():
-                        self.calls += 1
-                        try:
-                            literal = os.readlink(entry.path)
-                        except OSError:
+        try:
+            top = os.open(root, _DIR_FLAGS)
+        except (FileNotFoundError, NotADirectoryError):
+            return ()
+        stack: list[tuple[int, str, int, Iterator[os.DirEntry[str]]]] = []
+        try:
+            # Each descriptor is on the stack before it is listed, so a failing listing
+            # closes it too (the ``finally`` below).
+            stack.append((top, "", root_obs.dev, _EMPTY))
+            stack[-1] = (top, "", root_obs.dev, self._listing(top))
+            while stack:
+                fd, prefix, dev, entries = stack[-1]
+                entry = next(entries, None)
+                if entry is None:
+                    stack.pop()
+                    os.close(fd)
+                    continue
+                found = self._entry(fd, entry, dev, f"{root}/{prefix}")
+                if found is None:
+                    continue
+                rel = prefix + entry.name
+                out.append((rel, found))
+                if found.kind is Kind.DIR:
+                    try:
+                        sub = os.open(entry.name, _DIR_FLAGS, dir_fd=fd)
+                    except OSError as exc:
+                        if exc.errno in _GONE:
                             continue
-                        out.append((rel, Observed(Kind.LINK, literal, dev, entry.inode())))
-                    elif entry.is_dir(follow_symlinks=False):
-                        out.append((rel, Observed(Kind.DIR, None, dev, entry.inode())))
-                        stack.append((entry.path, rel + "/", dev))
-                    elif entry.is_file(follow_symlinks=False):
-                        out.append((rel, Observed(Kind.FILE, None, dev, entry.inode())))
-                    else:
-                        self.calls += 1
-                        out.append((rel, lstat(entry.path)))
+                        raise
+                    stack.append((sub, rel + "/", found.dev, _EMPTY))
+                    stack[-1] = (sub, rel + "/", found.dev, self._listing(sub))
+        finally:
+            for fd, *_ in stack:
+                os.close(fd)
         out.sort()
         return tuple(out)
+
+    def _listing(self, fd: int) -> Iterator[os.DirEntry[str]]:
+        self.calls += 1
+        with os.scandir(fd) as it:
+            return iter(list(it))
+
+    def _entry(self, fd: int, entry: os.DirEntry[str], dev: int, where: str
+               ) -> Observed | None:
+        """One directory entry, observed relative to its directory's descriptor ``fd``
+        (``None`` when it vanished meanwhile)."""
+        name = entry.name
+        try:
+            if entry.is_symlink():
+                self.calls += 1
+                return Observed(Kind.LINK, os.readlink(name, dir_fd=fd), dev, entry.inode())
+            if entry.is_file(follow_symlinks=False):
+                return Observed(Kind.FILE, None, dev, entry.inode())
+            self.calls += 1
+            st = entry.stat(follow_symlinks=False)
+        except OSError as exc:
+            if exc.errno in _GONE or exc.errno == errno.EINVAL:
+                return None
+            raise
+        obs = from_stat(st)
+        if obs.kind is Kind.DIR and self._is_mount(st, dev, entry.inode(), where + name):
+            return Observed(Kind.MOUNT, None, st.st_dev, st.st_ino)
+        return obs
+
+    def _is_mount(self, st: os.stat_result, parent_dev: int, d_ino: int, path: str) -> bool:
+        """Whether the directory ``path`` (``lstat`` ``st``) is the root of a mount.
+
+        Another device than its parent's is a mount (or a btrfs subvolume: another
+        filesystem root all the same).  On the parent's device, the inode number the
+        directory listing gives (``d_ino``: the directory mounted over) differs from
+        ``lstat``'s for a bind mount; the mount table confirms it (overlayfs may report
+        different numbers for a plain directory).
+        """
+        if st.st_dev != parent_dev:
+            return True
+        if st.st_ino == d_ino:
+            return False
+        mounts = self.mounts()
+        return mounts is not None and path in mounts

@@ -14,6 +14,8 @@ from collections.abc import Iterable
 
 from aikito_mem.model import (
     ABSENT,
+    AGENTS_DIR,
+    MEMORY_DIR,
     Action,
     CheckoutPlan,
     CheckoutState,
@@ -29,7 +31,7 @@ from aikito_mem.model import (
     SourceCheck,
 )
 
-MEMORY_DIR = ".agents/memory"
+__all__ = ["MEMORY_DIR", "build_plan", "history", "literal_resolves_to", "owns"]
 
 _CREATE, _NOOP, _UNLINK = Action.CREATE, Action.NOOP, Action.UNLINK
 
@@ -139,6 +141,10 @@ class _CheckoutPlanner:
                     continue
             self.findings.append(Finding(
                 "memory.foreign_entry", "warning",
+                f"preserved {self.target(rel)}: a mount point (another filesystem is "
+                "mounted there); aikito never looks into, writes into or removes a mount — "
+                "unmount it yourself if it is not needed"
+                if obs.kind is Kind.MOUNT else
                 f"preserved {self.target(rel)}: {obs.describe()} that aikito did not create; "
                 "it is left untouched (remove it yourself if it is not needed)",
                 self.target(rel),
@@ -199,11 +205,14 @@ class _CheckoutPlanner:
                 # for a former reference (then the remedy says it is safe to remove).
                 former = owns(a_obs.literal, self.link_dir(anc),
                               history(self.workspace, anc, self.notes_history))
-                remedy = (f"remove the link {self.target(anc)}: it is aikito's link to the "
-                          f"former source {former}, nothing is lost — then run again"
-                          if former is not None else
-                          f"move {self.target(anc)} out of the way; aikito never removes "
-                          "what it does not own")
+                if former is not None:
+                    remedy = (f"remove the link {self.target(anc)}: it is aikito's link to "
+                              f"the former source {former}, nothing is lost — then run again")
+                elif a_obs.kind is Kind.MOUNT:
+                    remedy = _unmount(self.target(anc), res.name, self.config_path)
+                else:
+                    remedy = (f"move {self.target(anc)} out of the way; aikito never removes "
+                              "what it does not own")
                 self.op(
                     Action.CONFLICT, R_PRESERVE, rel,
                     f"{self.target(anc)} is {a_obs.describe()}; expected a real directory "
@@ -249,17 +258,25 @@ class _CheckoutPlanner:
         self.op(
             Action.CONFLICT, R_PRESERVE, rel,
             f"found {obs.describe()}; expected {expected}",
-            remedy=f"move {self.target(rel)} out of the way (aikito never overwrites or adopts "
+            remedy=_unmount(self.target(rel), res.name, self.config_path)
+            if obs.kind is Kind.MOUNT else
+            f"move {self.target(rel)} out of the way (aikito never overwrites or adopts "
             f"it), or remove {res.name!r} from memory in {self.config_path}",
             **kw,
         )
 
     def dirs(self) -> tuple[tuple[str, Observed], ...]:
         v = self.view
-        out = [("", v.root), (".agents", v.agents), (MEMORY_DIR, v.memory)]
+        out = [("", v.root), (AGENTS_DIR, v.agents), (MEMORY_DIR, v.memory)]
         for anc in sorted(self.ancestors):
             out.append((f"{MEMORY_DIR}/{anc}", self.entries.get(anc, ABSENT)))
         return tuple(out)
+
+
+def _unmount(target: str, name: str, config_path: str) -> str:
+    """The remedy for a mount point where a link or a real directory is needed ([E5])."""
+    return (f"unmount {target} (aikito never writes into, looks into or removes another "
+            f"mounted filesystem), or remove {name!r} from memory in {config_path}")
 
 
 def _checkout_conflict(view: CheckoutView, rel: str, found: Observed, what: str) -> Operation:
@@ -309,11 +326,11 @@ def build_plan(
                               remedy="fix the checkout path in agent.toml or its permissions",
                               observed=view.root))
         elif view.agents.exists and view.agents.kind is not Kind.DIR:
-            co_ops.append(_checkout_conflict(view, ".agents", view.agents, "a real directory"))
-            dirs = (("", view.root), (".agents", view.agents))
+            co_ops.append(_checkout_conflict(view, AGENTS_DIR, view.agents, "a real directory"))
+            dirs = (("", view.root), (AGENTS_DIR, view.agents))
         elif view.memory.exists and view.memory.kind is not Kind.DIR:
             co_ops.append(_checkout_conflict(view, MEMORY_DIR, view.memory, "a real directory"))
-            dirs = (("", view.root), (".agents", view.agents), (MEMORY_DIR, view.memory))
+            dirs = (("", view.root), (AGENTS_DIR, view.agents), (MEMORY_DIR, view.memory))
         else:
             cp = _CheckoutPlanner(view, resources, workspace, config.config_path)
             cp.plan_stale()

@@ -7,13 +7,15 @@ difference found, named; an empty list means the plan still describes the world.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 from collections.abc import Iterable
 
 from aikito_mem import observe
-from aikito_mem.lock import Locks
+from aikito_mem.lock import _DIR_FLAGS, Locks
 from aikito_mem.model import (
+    ABSENT,
     Action,
     CheckoutPlan,
     CheckoutState,
@@ -23,21 +25,44 @@ from aikito_mem.model import (
     Plan,
 )
 
+#: A path that vanished, or whose directory is now a non-directory or a symlink.
+_GONE = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)
 
-def _what(obs: Observed) -> str:
+
+def _what(obs: Observed, was: Observed | None = None) -> str:
+    """Words for ``obs``; ``another directory`` when it replaced the directory ``was``."""
+    if (was is not None and obs.kind is was.kind and obs.kind is not Kind.ABSENT
+            and obs.literal == was.literal):
+        what = "symlink with the same literal" if obs.kind is Kind.LINK else obs.kind.value
+        return f"another {what} (replaced, moved or mounted over since planning)"
     return obs.describe()
 
 
-def _same(recorded: Observed, live: Observed, *, identity: bool) -> bool:
+def _same(recorded: Observed, live: Observed, *, identity: bool, entry: bool = False
+          ) -> bool:
+    """Whether ``live`` is what was recorded.
+
+    With ``identity`` the identity is compared too, observed the same way it was recorded:
+    a directory by ``lstat`` (``st_dev``, ``st_ino``; the generation when recorded).  For
+    an ``entry`` under ``.agents/memory`` that is not a directory, by its inode number
+    alone: it was recorded from ``getdents`` (``d_ino``, equal to ``st_ino`` for every
+    non-directory on every Linux filesystem) inside a directory whose own identity is
+    verified — overlayfs may report another ``st_dev`` for a non-directory than for its
+    directory.
+    """
     if recorded.kind is not live.kind:
         return False
     if recorded.kind is Kind.LINK and recorded.literal != live.literal:
         return False
     if identity and recorded.kind is not Kind.ABSENT:
-        if (recorded.dev, recorded.ino) != (live.dev, live.ino):
+        if recorded.ino != live.ino:
             return False
-        if recorded.gen is not None and live.gen is not None and recorded.gen != live.gen:
-            return False
+        if not entry or recorded.kind in (Kind.DIR, Kind.MOUNT):
+            if recorded.dev != live.dev:
+                return False
+            if (recorded.gen is not None and live.gen is not None
+                    and recorded.gen != live.gen):
+                return False
     return True
 
 
@@ -132,8 +157,68 @@ def _by_checkout(plan: Plan) -> dict[str, list[tuple[int, Operation]]]:
     return groups
 
 
+class _Tree:
+    """Observes paths of one checkout relative to its root descriptor, one directory level
+    at a time through ``O_NOFOLLOW`` descriptors: no path argument is longer than one name
+    (a tree deeper than ``PATH_MAX`` verifies like any other, [E5]) and no intermediate
+    symlink is ever followed."""
+
+    def __init__(self, root_fd: int) -> None:
+        #: Directory (relative path) → descriptor, or ``None`` when it cannot be reached.
+        self.fds: dict[str, int | None] = {"": root_fd}
+        self.root_fd = root_fd
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            if fd is not None and fd != self.root_fd:
+                os.close(fd)
+        self.fds.clear()
+
+    def dir(self, rel: str) -> int | None:
+        """A descriptor of directory ``rel``; ``None`` when it is missing or not a real
+        directory (its own observation names that difference)."""
+        chain: list[str] = []
+        cur = rel
+        while cur not in self.fds:
+            chain.append(cur)
+            cur = cur.rpartition("/")[0]
+        fd = self.fds[cur]
+        for sub in reversed(chain):
+            if fd is not None:
+                try:
+                    fd = os.open(sub.rpartition("/")[2], _DIR_FLAGS, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno not in _GONE:
+                        raise
+                    fd = None
+            self.fds[sub] = fd
+        return fd
+
+    def observe(self, rel: str, *, identity: bool = False) -> Observed:
+        """``lstat`` (plus the literal of a link; plus the generation of a directory when
+        ``identity``) of ``rel``; :data:`~aikito_mem.model.ABSENT` when unreachable."""
+        parent, _, name = rel.rpartition("/")
+        pfd = self.dir(parent)
+        if pfd is None:
+            return ABSENT
+        live = observe.lstat_link(name, dir_fd=pfd)
+        if identity and live.kind is Kind.DIR:
+            live = observe.with_identity(name, live, dir_fd=pfd)
+        return live
+
+
 def _verify_checkout(
     co: CheckoutPlan, fd: int, ops: Iterable[tuple[int, Operation]]
+) -> list[str]:
+    tree = _Tree(fd)
+    try:
+        return _verify_tree(co, fd, tree, ops)
+    finally:
+        tree.close()
+
+
+def _verify_tree(
+    co: CheckoutPlan, fd: int, tree: _Tree, ops: Iterable[tuple[int, Operation]]
 ) -> list[str]:
     diffs: list[str] = []
     dirs = dict(co.dirs)
@@ -144,11 +229,9 @@ def _verify_checkout(
     for rel, rec in co.dirs:
         if not rel:
             continue
-        live = observe.lstat_link(rel, dir_fd=fd)
-        if rec.gen is not None and live.kind is Kind.DIR:
-            live = observe.with_identity(rel, live, dir_fd=fd)
+        live = tree.observe(rel, identity=rec.gen is not None)
         if not _same(rec, live, identity=True):
-            diffs.append(f"{co.path}/{rel} is now {_what(live)} (was {_what(rec)})")
+            diffs.append(f"{co.path}/{rel} is now {_what(live, rec)} (was {_what(rec)})")
             unsafe = unsafe or live.kind not in (Kind.DIR, Kind.ABSENT)
     if unsafe:
         # A directory became something else (a symlink…): looking at targets below it
@@ -166,8 +249,8 @@ def _verify_checkout(
         rel = op.target[len(prefix):]
         if not_dirs and rel.startswith(not_dirs):
             continue
-        live = observe.lstat_link(rel, dir_fd=fd)
-        if not _same(op.observed, live, identity=True):
-            diffs.append(f"target {op.target} is now {_what(live)} "
+        live = tree.observe(rel)
+        if not _same(op.observed, live, identity=True, entry=True):
+            diffs.append(f"target {op.target} is now {_what(live, op.observed)} "
                          f"(was {_what(op.observed)})")
     return list(dict.fromkeys(diffs))
