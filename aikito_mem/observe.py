@@ -173,9 +173,11 @@ class Observer:
             self._mounts = mount_points()
         return self._mounts
 
-    def scan(self, root: str, root_obs: Observed) -> tuple[tuple[str, Observed], ...]:
-        """Every entry below ``root`` (a real directory), recursively, never through links
-        and never into another mounted filesystem.
+    def scan(self, root: str, root_obs: Observed, *, recursive: bool = True
+             ) -> tuple[tuple[str, Observed], ...]:
+        """Every entry below ``root`` (a real directory), recursively (or only its own
+        entries when not ``recursive``), never through links and never into another
+        mounted filesystem.
 
         The walk goes through ``O_NOFOLLOW`` directory descriptors, each directory listed
         relative to its parent's descriptor, so a tree deeper than ``PATH_MAX`` (which the
@@ -208,7 +210,7 @@ class Observer:
                     continue
                 rel = prefix + entry.name
                 out.append((rel, found))
-                if found.kind is Kind.DIR:
+                if recursive and found.kind is Kind.DIR:
                     try:
                         sub = os.open(entry.name, _DIR_FLAGS, dir_fd=fd)
                     except OSError as exc:
