@@ -43,7 +43,7 @@ from aikito_mem.verify import _by_checkout, verify
 
 __all__ = ["Locks", "execute", "lock_fd", "open_root", "planned_result", "refused", "verify"]
 
-#: Test seam (issue 4): called as ``hook(op)`` just before each write syscall.
+#: Test seam (races, faults, signals): called as ``hook(op)`` just before each write syscall.
 before_write: Callable[[Operation], None] | None = None
 
 
@@ -137,7 +137,7 @@ class _Writer:
         """Prove the held descriptors still sit where the plan put them: the checkout root
         at its path, and each directory down to ``rel`` under its parent.  A directory
         moved elsewhere (the checkout renamed, ``.agents/memory`` moved out) is drift, so
-        no write follows a moved directory (issue 4)."""
+        no write follows a moved directory ([E4])."""
         try:
             st = os.stat(self.co.path, follow_symlinks=False)
             live = (st.st_dev, st.st_ino)
