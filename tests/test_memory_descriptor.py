@@ -197,12 +197,19 @@ def test_a_symlinked_config_yaml_is_not_followed(demo: tuple[WS, str], tmp_path:
     assert desc["state"] == "invalid" and desc["tier"] is None
 
 
-def test_offline_checkouts_have_no_descriptor(ws: WS) -> None:
+@pytest.mark.parametrize("with_active", [False, True])
+def test_offline_checkouts_have_no_descriptor(ws: WS, with_active: bool) -> None:
     ws.add_file("style.md")
-    ws.write_config("demo", memory=["style.md"], paths=[f"{ws.base}/nowhere"])
+    paths = [f"{ws.base}/nowhere"]
+    if with_active:
+        paths.append(ws.checkout("here"))
+        write_config_yaml(paths[1], tier_yaml(0))
+    ws.write_config("demo", memory=["style.md"], paths=paths)
     d, code = status_doc(ws)
-    assert code == 0
+    assert code == 1 if with_active else code == 0  # the active one is not synced yet
     assert checkouts(d)[0]["state"] == "offline" and checkouts(d)[0]["descriptor"] is None
+    if with_active:
+        assert checkouts(d)[1]["descriptor"]["tier"] == 0
 
 
 def test_status_writes_nothing(demo: tuple[WS, str]) -> None:
@@ -304,6 +311,35 @@ def test_only_a_regular_top_level_memory_md_is_the_index(
     assert changed(before, snapshot(base)) == set()
 
 
+def test_the_index_exempts_only_itself(demo: tuple[WS, str]) -> None:
+    ws, co = demo
+    write_config_yaml(co, tier_yaml(0))
+    Path(ws.runtime(co, "MEMORY.md")).write_text(INDEX)
+    Path(ws.runtime(co, "notes.txt")).write_text("mine\n")
+    d = sync_doc(ws)
+    assert [(f["code"], f["path"]) for f in d["findings"]] == [
+        ("memory.index_anchor", ws.runtime(co, "MEMORY.md")),
+        ("memory.foreign_entry", ws.runtime(co, "notes.txt")),
+    ]
+
+
+def test_the_planner_exempts_only_a_regular_file() -> None:
+    """The pure planner, fed a view that says the index is anchored while the entry at
+    ``MEMORY.md`` is no regular file: still a foreign entry (defence in depth)."""
+    import attrs
+
+    from aikito_mem.model import Kind, Observed
+    from tests.test_planner import plan_of, resource_set, view
+
+    for kind, literal in ((Kind.LINK, "/elsewhere"), (Kind.FIFO, None), (Kind.FILE, None)):
+        anchored = attrs.evolve(view({"MEMORY.md": Observed(kind, literal, 1, 2)}),
+                                index_anchor=True)
+        plan = plan_of(resource_set(), anchored)
+        expected = "memory.index_anchor" if kind is Kind.FILE else "memory.foreign_entry"
+        assert [f.code for f in plan.findings] == [expected], kind
+        assert plan.operations == ()
+
+
 def test_a_reference_named_memory_md_still_conflicts_with_a_file(ws: WS) -> None:
     """The anchor rule concerns entries aikito does not manage: a reference ``MEMORY.md``
     over a real file is a CONFLICT as ever, the file preserved."""
@@ -335,17 +371,32 @@ def test_the_cheap_check_runs_only_where_a_regular_index_is(
 
     monkeypatch.setattr(descriptor_mod, "has_memory_block", counting)
     ws.add_file("style.md")
-    cos = {name: ws.checkout(name) for name in ("plain", "index", "link")}
+    cos = {name: ws.checkout(name) for name in ("plain", "index", "link", "other")}
     ws.write_config("demo", memory=["style.md"], paths=cos)
     ws.project("demo").sync()
     for co in cos.values():
         write_config_yaml(co, tier_yaml(0))
     Path(ws.runtime(cos["index"], "MEMORY.md")).write_text(INDEX)
     os.symlink("elsewhere", ws.runtime(cos["link"], "MEMORY.md"))
+    for name in ("N.md", "notes.txt"):  # regular files sorted before and after MEMORY.md
+        Path(ws.runtime(cos["other"], name)).write_text("x")
     calls.clear()
     plan = ws.project("demo").plan()
     assert calls == [cos["index"]]
-    assert [f.code for f in plan.findings] == ["memory.index_anchor", "memory.foreign_entry"]
+    assert [f.code for f in plan.findings] == ["memory.index_anchor", *(
+        ["memory.foreign_entry"] * 3)]
+
+
+@pytest.mark.parametrize("names", [[], ["A.md"], ["A.md", "B"]])
+def test_entries_that_all_sort_before_the_index(ws: WS, names: list[str]) -> None:
+    co = ws.checkout("demo")
+    ws.write_config("demo", memory=[], paths=[co])
+    write_config_yaml(co, tier_yaml(0))
+    os.makedirs(ws.runtime(co))
+    for name in names:
+        Path(ws.runtime(co, name)).write_text("x")
+    plan = ws.project("demo").plan()
+    assert [f.path for f in plan.findings] == [ws.runtime(co, n) for n in names]
 
 
 # ------------------------------------------------------------------------------ structure
