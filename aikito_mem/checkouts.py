@@ -21,6 +21,7 @@ caller that only reports (doctor, the containment search) never writes there eit
 from __future__ import annotations
 
 import os
+from bisect import bisect_left
 
 import attrs
 
@@ -37,6 +38,7 @@ from aikito_mem.model import (
 )
 from aikito_mem.names import control_character
 from aikito_mem.observe import Observer
+from aikito_mem.planner import INDEX_NAME
 
 
 @attrs.frozen
@@ -273,6 +275,7 @@ def observe(slot: Slot, observer: Observer) -> CheckoutView:
             agents = Observed(Kind.LINK, observer.readlink(agents_path), agents.dev, agents.ino)
         memory = ABSENT
         entries: tuple[tuple[str, Observed], ...] = ()
+        index_anchor = False
         if agents.kind is Kind.DIR:
             agents = observer.identity(agents_path, agents)
             memory_path = f"{agents_path}/memory"
@@ -283,9 +286,24 @@ def observe(slot: Slot, observer: Observer) -> CheckoutView:
             elif memory.kind is Kind.DIR:
                 memory = observer.identity(memory_path, memory)
                 entries = observer.scan(memory_path, memory)
+                index_anchor = _index_anchor(root_path, entries, observer)
     except OSError as exc:
         return CheckoutView(slot.label, slot.path, CheckoutState.INVALID,
                             f"checkout {root_path} cannot be examined: {exc.strerror}",
                             root=Observed(Kind.OTHER))
     return CheckoutView(slot.label, slot.path, CheckoutState.ACTIVE, None,
-                        root, agents, memory, entries)
+                        root, agents, memory, entries, index_anchor)
+
+
+def _index_anchor(root_path: str, entries: tuple[tuple[str, Observed], ...],
+                  observer: Observer) -> bool:
+    """Whether ``.agents/memory/MEMORY.md`` is the memory descriptor's index: a regular file
+    while ``.agents/config.yaml`` has a top-level ``memory:`` key.  The file is read (no
+    YAML) only when that regular file is there: one read per such checkout."""
+    i = bisect_left(entries, (INDEX_NAME,))  # entries are sorted by relative path
+    if i == len(entries) or entries[i][0] != INDEX_NAME or entries[i][1].kind is not Kind.FILE:
+        return False
+    from aikito_mem.descriptor import has_memory_block
+
+    observer.calls += 1
+    return has_memory_block(root_path)

@@ -391,6 +391,9 @@ class CheckoutView:
     #: Every entry under ``.agents/memory`` (recursive, never through links), by
     #: relative path, sorted.
     entries: tuple[tuple[str, Observed], ...] = ()
+    #: ``.agents/memory/MEMORY.md`` is a regular file and ``.agents/config.yaml`` has a
+    #: top-level ``memory:`` key: the memory descriptor's index, not a foreign entry.
+    index_anchor: bool = False
 
 
 # -- skills and project instructions (§13) -----------------------------------------------

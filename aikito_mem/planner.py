@@ -31,7 +31,10 @@ from aikito_mem.model import (
     SourceCheck,
 )
 
-__all__ = ["MEMORY_DIR", "build_plan", "history", "literal_resolves_to", "owns"]
+__all__ = ["INDEX_NAME", "MEMORY_DIR", "build_plan", "history", "literal_resolves_to", "owns"]
+
+#: The memory descriptor's index, kept as a real file in ``.agents/memory`` (its anchor).
+INDEX_NAME = "MEMORY.md"
 
 _CREATE, _NOOP, _UNLINK = Action.CREATE, Action.NOOP, Action.UNLINK
 
@@ -139,6 +142,15 @@ class _CheckoutPlanner:
                             "no longer wanted: aikito's link for a reference that was removed",
                             source=cand, observed=obs)
                     continue
+            if rel == INDEX_NAME and obs.kind is Kind.FILE and self.view.index_anchor:
+                # The descriptor's anchor (see CheckoutView.index_anchor): not a stray file.
+                self.findings.append(Finding(
+                    "memory.index_anchor", "info",
+                    f"kept {self.target(rel)}: the memory index of this checkout's memory "
+                    f"descriptor ({self.view.path}/.agents/config.yaml has a memory: block)",
+                    self.target(rel),
+                ))
+                continue
             self.findings.append(Finding(
                 "memory.foreign_entry", "warning",
                 f"preserved {self.target(rel)}: a mount point (another filesystem is "

@@ -21,11 +21,18 @@ Decisions where the spec is silent (also in docs/commands.md):
   sync.  Exit 4 is kept for the workspace itself (not found, no ``projects/``,
   unlistable).
 - ``unlink`` counts every planned UNLINK, links and emptied directories alike.
+- Each active checkout carries its memory descriptor (:func:`aikito_mem.descriptor.
+  read_descriptor`: ``.agents/config.yaml`` by its reader rules; YAML is imported here
+  only, and only when there is a file) and whether ``.agents/memory/MEMORY.md`` was
+  recognised as the descriptor's index (the plan's ``memory.index_anchor`` finding).  A
+  descriptor that cannot be read is a warning for that checkout: it never stops the
+  listing and never changes the exit code (the exit code is the sync state).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -38,9 +45,13 @@ from aikito_mem.errors import (
     exit_code_for,
 )
 from aikito_mem.model import Action, CheckoutState, Plan, Severity
-from aikito_mem.planner import MEMORY_DIR
+from aikito_mem.planner import INDEX_NAME, MEMORY_DIR
 
-CONTRACT_VERSION = 1
+if TYPE_CHECKING:  # pragma: no cover
+    from aikito_mem.descriptor import MemoryDescriptor
+
+#: 2: each active checkout gained ``descriptor``.
+CONTRACT_VERSION = 2
 #: The directory of each checkout under which the references appear.
 ANCHOR = MEMORY_DIR
 
@@ -68,6 +79,11 @@ class CheckoutStatus:
     reason: str | None = None
     #: ``None`` for an offline checkout: nothing below its path was observed.
     sync: SyncCounts | None = None
+    #: The memory descriptor of an active checkout (``None`` otherwise).
+    descriptor: MemoryDescriptor | None = None
+    #: The path of ``.agents/memory/MEMORY.md`` when the plan recognised it as the
+    #: descriptor's index (the anchor), else ``None``.
+    index: str | None = None
 
     @property
     def in_sync(self) -> bool:
@@ -138,9 +154,11 @@ def _counts(plan: Plan) -> dict[str, SyncCounts]:
 def project_status(plan: Plan) -> ProjectStatus:
     """One project's status, from its dry-run plan."""
     counts = _counts(plan)
+    indexes = {f.path for f in plan.findings if f.code == "memory.index_anchor"}
     checkouts = tuple(
         CheckoutStatus(co.label, co.path, co.state, co.reason,
-                       None if co.state is CheckoutState.OFFLINE else counts[co.path])
+                       None if co.state is CheckoutState.OFFLINE else counts[co.path],
+                       index=_index(co.path, indexes))
         for co in plan.checkouts
     )
     return ProjectStatus(
@@ -152,6 +170,24 @@ def project_status(plan: Plan) -> ProjectStatus:
         blocked=plan.blocked,
         warnings=sum(1 for f in plan.findings if f.severity == Severity.WARNING),
     )
+
+
+def _index(checkout: str, indexes: set[str | None]) -> str | None:
+    path = f"{checkout.rstrip('/')}/{ANCHOR}/{INDEX_NAME}"
+    return path if path in indexes else None
+
+
+def with_descriptors(project: ProjectStatus) -> ProjectStatus:
+    """``project`` with the memory descriptor of each active checkout read (I/O)."""
+    from aikito_mem.descriptor import read_descriptor
+
+    if not any(co.state is CheckoutState.ACTIVE for co in project.checkouts):
+        return project
+    return attrs.evolve(project, checkouts=tuple(
+        attrs.evolve(co, descriptor=read_descriptor(co.path))
+        if co.state is CheckoutState.ACTIVE else co
+        for co in project.checkouts
+    ))
 
 
 def _problem(name: str, error: AikitoError | OSError | ValueError) -> AikitoError:
@@ -192,5 +228,5 @@ def collect(workspace: str | None, *, environ: Mapping[str, str] | None = None
         except (AikitoError, OSError, ValueError) as exc:
             projects.append(ProjectStatus(name=name, error=_problem(name, exc)))
             continue
-        projects.append(project_status(plan))
+        projects.append(with_descriptors(project_status(plan)))
     return StatusReport(ws.root, ws.found_via, tuple(projects))

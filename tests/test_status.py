@@ -64,12 +64,13 @@ def test_in_sync(tmp_path: Path) -> None:
     Project.load("demo", str(ws)).sync()
     d, code = doc(ws)
     assert code == 0
-    assert d["schema"] == "aikito.status/1" and d["contract_version"] == 1
+    assert d["schema"] == "aikito.status/1" and d["contract_version"] == 2
     assert d["workspace"] == str(ws.resolve()) and d["error"] is None
     [proj] = d["projects"]
     assert proj["name"] == "demo"
     assert proj["memory"] == {"anchor": ".agents/memory", "references": REFS,
                               "notes": {"source": None, "location": None}}
+    assert proj["checkouts"][0].pop("descriptor")["state"] == "absent"
     assert proj["checkouts"] == [{"label": "1", "path": str(co.resolve()), "state": "active",
                                   "sync": {"in_sync": True, "create": 0, "unlink": 0,
                                            "conflict": 0, "foreign": 0}}]

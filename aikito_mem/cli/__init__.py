@@ -23,7 +23,7 @@ from typing import Any
 import click
 
 from aikito_mem import __version__
-from aikito_mem.cli import adopt, apply, doctor, status, sync
+from aikito_mem.cli import adopt, apply, doctor, init, status, sync
 from aikito_mem.cli.error_handler import emit, interruption
 
 
@@ -74,6 +74,7 @@ cli.add_command(apply.apply_cmd)
 cli.add_command(status.status_cmd)
 cli.add_command(doctor.doctor_cmd)
 cli.add_command(adopt.adopt_cmd)
+cli.add_command(init.init_cmd)
 
 
 def main() -> None:

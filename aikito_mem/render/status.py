@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from aikito_mem.descriptor import DescriptorState
 from aikito_mem.model import CheckoutState
 from aikito_mem.render.text import Display, Output, error_json, error_lines, plural, printable
 from aikito_mem.status import (
@@ -27,7 +28,15 @@ def _checkout_json(co: CheckoutStatus) -> dict[str, Any]:
         "in_sync": s.in_sync, "create": s.create, "unlink": s.unlink,
         "conflict": s.conflict, "foreign": s.foreign,
     }
+    entry["descriptor"] = _descriptor_json(co)
     return entry
+
+
+def _descriptor_json(co: CheckoutStatus) -> dict[str, Any] | None:
+    """The checkout's memory descriptor, plus ``index``: the recognised ``MEMORY.md``."""
+    if co.descriptor is None:
+        return None
+    return {**co.descriptor.to_json(), "index": co.index}
 
 
 def _project_json(project: ProjectStatus) -> dict[str, Any]:
@@ -78,6 +87,38 @@ def _sync_words(sync: SyncCounts | None, state: CheckoutState) -> str:
     return words
 
 
+def _descriptor_words(co: CheckoutStatus) -> str | None:
+    """One checkout's memory descriptor in words; ``None`` when it has none to show."""
+    d = co.descriptor
+    if d is None or d.state is DescriptorState.ABSENT:
+        return None
+    if d.state is DescriptorState.INVALID:
+        index = ", index MEMORY.md" if co.index else ""
+        return f"unreadable .agents/config.yaml (see the warning below){index}"
+    if d.state is DescriptorState.NO_MEMORY:
+        return f"no memory backend (contract v{d.contract_version})"
+    stack = f" {d.stack}" if d.stack else ""
+    words = [f"tier {d.tier}{stack}", f"contract v{d.contract_version}"]
+    words.append("index MEMORY.md" if co.index else "no MEMORY.md index")
+    words.append("retrieval " + ", ".join(d.surfaces))
+    return ", ".join(words)
+
+
+def descriptor_lines(report: StatusReport) -> list[str]:
+    """``descriptor PROJECT/LABEL: …`` per active checkout with a descriptor, then its
+    warnings."""
+    lines: list[str] = []
+    for project in report.projects:
+        for co in project.checkouts:
+            words = _descriptor_words(co)
+            if words is None:
+                continue
+            lines.append(printable(f"descriptor {project.name}/{co.label}: {words}"))
+            assert co.descriptor is not None
+            lines.extend(printable(f"warning: {f.message}") for f in co.descriptor.findings)
+    return lines
+
+
 def text_table(report: StatusReport) -> list[str]:
     """One row per project/checkout, then each project's error, then a summary line."""
     rows: list[tuple[str, str, str, str, str]] = []
@@ -97,6 +138,7 @@ def text_table(report: StatusReport) -> list[str]:
     for row in [header, *rows]:
         cells = [row[i].ljust(widths[i]) for i in range(4)]
         lines.append("  ".join([*cells, row[4]]).rstrip())
+    lines.extend(descriptor_lines(report))
     for project in report.projects:
         if project.error is not None:
             lines.append(printable(f"error: project {project.name}: "
