@@ -167,7 +167,13 @@ class Project:
         explicit: str | None,
         register: str | None,
         identify: bool = True,
+        agent: str | None = None,
     ) -> Plan:
+        """One plan of every segment (§13): memory from the memory planner, then skills
+        and instructions added per checkout ([G6]); ``agent`` limits the instruction
+        targets to that agent's ([A3])."""
+        from aikito_mem import segments
+
         _guard.remember(self.config, self._home())  # the writer's check re-uses it ([E9])
         # Planning writes nothing: a signal ends it at once ([E5]).
         with signals.interruptible():
@@ -182,6 +188,11 @@ class Project:
                 explicit_path=explicit,
                 register=register,
                 home=self._home(),
+            )
+            plan = segments.add_to_plan(
+                plan, skills=self.config.skills, views=views, observer=observer,
+                environ=self._environ if self._environ is not None else os.environ,
+                home=self._home() or None, agent=agent,
             )
             return _identify(plan) if identify else plan
 

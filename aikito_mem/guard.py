@@ -23,9 +23,10 @@ Any refusal raises :class:`~aikito_mem.errors.UnsafePlanError` (a ``ConfigError`
 naming every refused write; nothing has been written at that point.
 
 Segments: :data:`SEGMENTS` maps a segment name to its root under the checkout and its
-source/ownership rules.  Only ``memory`` exists today; the skills segment
+source/ownership rules: memory (``.agents/memory/<path>``), skills
 (``.agents/skills/<name>`` ↔ ``<ws>/skills/<name>``, one component) and the instruction
-targets of §13 are added as rows of that table.
+targets of §13 (a path the live agent registry names ↔ ``<ws>/projects/<p>/AGENTS.md``;
+the legacy ``.agents/AGENTS.md`` may only be unlinked).
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ class _Context:
         self.config = config
         self._notes: tuple[str | None, tuple[str, str]] | None = None
         self._wanted: frozenset[str] | None = None
+        self._targets: frozenset[str] | None = None
 
     def notes(self) -> tuple[str | None, tuple[str, str]]:
         """(the notes source when a notes resource exists, else ``None``; (current,
@@ -95,6 +97,19 @@ class _Context:
             present = selected if lstat(selected).exists else None
             self._notes = (present, (current, legacy))
         return self._notes
+
+    def instruction_targets(self) -> frozenset[str]:
+        """Instruction target paths the live agent registry names ([G3])."""
+        if self._targets is None:
+            from aikito_mem.registry import load_registry
+
+            try:
+                registry = load_registry(self.workspace)
+            except ConfigError:
+                self._targets = frozenset()
+            else:
+                self._targets = frozenset(t.path for t in registry.targets)
+        return self._targets
 
     def wanted(self) -> frozenset[str]:
         """Runtime paths (relative to ``.agents/memory``) the live configuration wants:
@@ -143,8 +158,41 @@ class SegmentRule:
     prunes: bool = True
 
 
+def _skill_source(ctx: _Context, rel: str) -> str | None:
+    """[G2]: ``<ws>/skills/<name>`` for a skill the live configuration selects."""
+    if rel not in ctx.config.skills:
+        return None
+    return f"{ctx.workspace}/skills/{rel}"
+
+
+def _skill_history(ctx: _Context, rel: str) -> tuple[str, ...]:
+    """[O2]: the one canonical source of ``.agents/skills/<name>``."""
+    return (f"{ctx.workspace}/skills/{rel}",)
+
+
+def _instruction_source(ctx: _Context, rel: str) -> str | None:
+    """[G3]: ``<ws>/projects/<p>/AGENTS.md`` at a target the live registry names."""
+    if rel not in ctx.instruction_targets():
+        return None
+    return f"{ctx.workspace}/projects/{ctx.project}/AGENTS.md"
+
+
+def _instruction_history(ctx: _Context, rel: str) -> tuple[str, ...]:
+    """[O2]: the project instructions, at a registry target or the legacy
+    ``.agents/AGENTS.md``."""
+    from aikito_mem.planner_instructions import LEGACY_TARGET
+
+    if rel != LEGACY_TARGET and rel not in ctx.instruction_targets():
+        return ()
+    return (f"{ctx.workspace}/projects/{ctx.project}/AGENTS.md",)
+
+
 #: segment → its rules.  A segment without a row here cannot write at all.
 SEGMENTS: dict[SegmentName, SegmentRule] = {
+    SegmentName.SKILLS: SegmentRule("skills", ".agents/skills", _skill_source,
+                                    _skill_history, single_component=True, prunes=False),
+    SegmentName.INSTRUCTIONS: SegmentRule("instructions", "", _instruction_source,
+                                          _instruction_history, prunes=False),
     SegmentName.MEMORY: SegmentRule("memory", ".agents/memory", _memory_source,
                                     _memory_history),
 }
@@ -258,7 +306,7 @@ def _refuse(op: Operation, ctx: _Context, active: set[str],
     if rule is None:
         known = ", ".join(s.value for s in SEGMENTS)
         return f" is in segment {segment.value!r}, which cannot write yet; expected {known}"
-    prefix = f"{op.checkout}/{rule.root}/"
+    prefix = f"{op.checkout}/{rule.root}/" if rule.root else f"{op.checkout}/"
     if not op.target.startswith(prefix):
         return f" is outside {prefix}; expected a target below it"
     rel = op.target[len(prefix):]
@@ -270,8 +318,8 @@ def _refuse(op: Operation, ctx: _Context, active: set[str],
             return f" creates a {op.entry!r}; aikito only creates links"
         expected = rule.source(ctx, rel)
         if expected is None:
-            return (f": {ctx.config.config_path} wants nothing at {rel!r} (not in "
-                    "its memory list); expected no CREATE there")
+            return (f": the live configuration ({ctx.config.config_path}, the agent "
+                    f"registry) wants nothing at {rel!r}; expected no CREATE there")
         if op.source != expected:
             return f" links to {op.source!r}; expected the canonical source {expected}"
         return None

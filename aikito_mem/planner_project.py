@@ -21,6 +21,7 @@ from aikito_mem.model import (
     CheckoutState,
     Finding,
     InstructionSource,
+    InstructionState,
     InstructionsView,
     Observed,
     Operation,
@@ -64,13 +65,18 @@ def add_segments(
     ops: list[Operation] = list(plan.operations)
     findings: list[Finding] = list(plan.findings)
     checkouts: list[CheckoutPlan] = []
-    instructions_wanted = bool(targets)
+    # Instruction targets are wanted only while AGENTS.md has content (or is unsafe, a
+    # conflict to report); an absent or empty one plans nothing where nothing can be
+    # checked (offline, invalid checkouts).
+    instructions_wanted = bool(targets) and source.state in (InstructionState.CONTENT,
+                                                              InstructionState.UNSAFE)
     for co in plan.checkouts:
         dirs = dict(co.dirs)
         if co.state is CheckoutState.OFFLINE:
             reason = co.reason or "path does not exist"
             ops.extend(planner_skills.offline(co.path, reason, skills))
-            ops.extend(planner_instructions.offline(co.path, reason, targets, source))
+            if instructions_wanted:
+                ops.extend(planner_instructions.offline(co.path, reason, targets, source))
         elif co.state is CheckoutState.INVALID:
             if skills:
                 ops.append(_invalid(co, SegmentName.SKILLS))

@@ -604,12 +604,12 @@ def test_C6_did_you_mean_warning_exact_text(w):
 
 
 def test_C6_near_paths_key_and_far_keys(w):
-    w.agent(memory=[], extra='pahts = []\nskills = ["x"]\ncompletely_unrelated = 1\n')
+    w.agent(memory=[], extra='pahts = []\nsync_trigger = "auto"\ncompletely_unrelated = 1\n')
     r, doc = w.jsync("--dry-run")
     assert r.rc == 0, r
     msgs = [f["message"] for f in doc["findings"]]
     assert any("'pahts'" in m and "'paths'" in m for m in msgs), msgs
-    assert not any("skills" in m or "completely_unrelated" in m for m in msgs), msgs
+    assert not any("sync_trigger" in m or "completely_unrelated" in m for m in msgs), msgs
 
 
 def test_C7_project_without_agent_toml_is_not_found_and_unlinks_nothing(w):
