@@ -17,7 +17,7 @@ from aikito_mem import signals
 from aikito_mem.config import parse_project_config
 from aikito_mem.config_edit import plan_registration
 from aikito_mem.discovery import Workspace, current_directory, home_directory, resolve_workspace
-from aikito_mem.errors import ConfigError, ProjectPrepareConflictError
+from aikito_mem.errors import ConfigError, ConflictError, ProjectPrepareConflictError
 from aikito_mem.execute import execute, planned_result
 from aikito_mem.fsutil import sha256_hex
 from aikito_mem.lock import DEFAULT_TIMEOUT, Locks, check_timeout
@@ -46,6 +46,8 @@ class PrepareConflict:
     remedy: str | None = None
     #: The resource concerned, when there is one.
     resource: str | None = None
+    #: The segment of the conflict: ``skills``, ``instructions`` or ``memory`` ([A3]).
+    segment: str = "memory"
 
 
 @attrs.frozen
@@ -319,20 +321,29 @@ class Project:
             slot, _registered = _checkouts.explicit_slot(self.config, path, observer)
         with Locks() as locks:
             locks.acquire([slot.path], DEFAULT_TIMEOUT)
-            plan = self._plan((slot,), Observer(), explicit=slot.path, register=None)
-            if plan.blocked:
+            plan = self._plan((slot,), Observer(), explicit=slot.path, register=None,
+                              agent=agent)
+            try:
+                result = execute(plan, locks=locks)
+            except ConflictError as exc:
+                # [A3]/[E8]: the segments without conflicts were applied (unless every
+                # segment was blocked); the conflicts are reported segment by segment.
                 conflicts = tuple(
-                    PrepareConflict(op.target, op.reason, op.remedy, op.resource)
+                    PrepareConflict(op.target, op.reason, op.remedy, op.resource,
+                                    op.segment.value)
                     for op in plan.conflicts
                 )
                 n = len(conflicts)
-                listing = "; ".join(f"{c.path}: {c.reason}" for c in conflicts)
-                raise ProjectPrepareConflictError(
-                    f"cannot prepare project {self.name!r} for agent {agent!r}: {n} "
-                    f"conflict{'s' * (n != 1)}, nothing was written — {listing}",
+                listing = "; ".join(f"{c.segment}: {c.path}: {c.reason}" for c in conflicts)
+                done = ("nothing was written" if plan.refused else
+                        "the segments without conflicts were applied")
+                error = ProjectPrepareConflictError(
+                    f"cannot fully prepare project {self.name!r} for agent {agent!r}: {n} "
+                    f"conflict{'s' * (n != 1)} ({done}) — {listing}",
                     project=self.name, conflicts=conflicts, plan=plan,
                 )
-            result = execute(plan, locks=locks)
+                error.result = exc.result
+                raise error from None
         return PreparedProject(self.name, agent, slot.path, result)
 
     def _check_agent(self, agent: str) -> None:

@@ -87,6 +87,8 @@ class ConflictError(AikitoError):
         self.conflicts = conflicts
         #: The refused plan.
         self.plan = plan
+        #: The SyncResult when the segments without conflicts were applied ([E8]).
+        self.result: Any = None
 
 
 class ProjectPrepareConflictError(ConflictError):

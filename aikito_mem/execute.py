@@ -27,7 +27,7 @@ from aikito_mem.errors import (
 )
 from aikito_mem.lock import _DIR_FLAGS, DEFAULT_TIMEOUT, Locks, check_timeout, lock_fd, open_root
 from aikito_mem.model import (
-    MEMORY_DIR,
+    SEGMENT_ORDER,
     Action,
     CheckoutPlan,
     CheckoutState,
@@ -36,6 +36,7 @@ from aikito_mem.model import (
     Operation,
     Plan,
     Segment,
+    SegmentName,
     Status,
     SyncResult,
 )
@@ -235,11 +236,71 @@ def _final_statuses(plan: Plan, applied: set[int], unknown: set[int],
     return tuple(out)
 
 
+def segment_results(
+    plan: Plan,
+    *,
+    dry_run: bool = False,
+    applied: set[int] | frozenset[int] = frozenset(),
+    stopped: tuple[SegmentName, str] | None = None,
+    halted: str | None = None,
+) -> tuple[Segment, ...]:
+    """Each segment's own outcome and success ([E8], [G6]).
+
+    A blocked segment is ``blocked``; a dry run's other segments are ``planned``; a real
+    run's are ``applied`` when one of their writes was applied, else ``unchanged``.
+    ``stopped`` is the segment whose write failed (or went stale, or was interrupted) and
+    that outcome word: it and every later segment with writes get that word; the earlier
+    ones keep theirs.  ``halted`` is the word of a run refused before its first write
+    (stale, failed, interrupted): every segment with writes gets it.  An inactive
+    segment is ``unchanged`` (``planned`` in a dry run) and successful.
+    """
+    blocked = plan.blocked_segments
+    writes: dict[SegmentName, list[int]] = {seg: [] for seg in SEGMENT_ORDER}
+    for i, op in enumerate(plan.operations):
+        if op.action is Action.CREATE or op.action is Action.UNLINK:
+            writes[op.segment].append(i)
+    rank = {seg: n for n, seg in enumerate(SEGMENT_ORDER)}
+    out = []
+    for seg in SEGMENT_ORDER:
+        active = plan.segment_active(seg)
+        quiet = "planned" if dry_run else "unchanged"
+        if seg in blocked:
+            word, ok = "blocked", False
+        elif halted is not None and writes[seg]:
+            word, ok = halted, False
+        elif stopped is not None and rank[seg] >= rank[stopped[0]] and (
+                writes[seg] or seg is stopped[0]):
+            word, ok = stopped[1], False
+        elif dry_run:
+            word, ok = "planned", True
+        elif any(i in applied for i in writes[seg]):
+            word, ok = "applied", True
+        else:
+            word, ok = quiet, True
+        if not active:
+            word, ok = quiet, True
+        out.append(Segment(seg.value, ok, active, word))
+    return tuple(out)
+
+
 def refused(plan: Plan, outcome: str) -> SyncResult:
     """The result of a plan nothing was done for: every operation ``not_applied``."""
     return SyncResult(
         plan, tuple(Status.NOT_APPLIED for _ in plan.operations), outcome,
-        segments=(Segment("memory", False),),
+        segments=segment_results(plan, halted=outcome),
+    )
+
+
+def _blocked_error(plan: Plan, *, partial: bool) -> ConflictError:
+    n = len(plan.conflicts)
+    names = ", ".join(seg.value for seg in SEGMENT_ORDER if seg in plan.blocked_segments)
+    tail = ("the other segments were applied" if partial else
+            "nothing was written")
+    return ConflictError(
+        f"plan for project {plan.project!r} has {n} conflict{'s' * (n != 1)} in the "
+        f"{names} segment{'s' * (',' in names)}; nothing of {'them' if ',' in names else 'it'} "
+        f"was written, {tail} — resolve each conflict as it says and run again",
+        conflicts=plan.conflicts, plan=plan,
     )
 
 
@@ -258,13 +319,11 @@ def execute(
     checked before each write and the operation in flight is finished ([E5]).
     """
     lock_timeout = check_timeout(lock_timeout)
-    if plan.blocked:
-        n = len(plan.conflicts)
-        raise ConflictError(
-            f"plan for project {plan.project!r} has {n} conflict{'s' * (n != 1)}; "
-            "nothing was written — resolve them as each one says and run again",
-            conflicts=plan.conflicts, plan=plan,
-        )
+    if plan.refused:
+        # Blocked as a whole: every active segment has a conflict ([E1], [G6]).
+        error = _blocked_error(plan, partial=False)
+        error.result = refused(plan, "blocked")
+        raise error
     own_locks = locks is None
     held = locks if locks is not None else Locks()
     with signals.installed():
@@ -316,12 +375,17 @@ def _apply(plan: Plan, locks: Locks) -> SyncResult:
     unknown: set[int] = set()
     registered = False
 
+    current: list[SegmentName] = []  # the segment being written
+
     def result(outcome: str, success: bool, errors: dict[int, str] | None = None) -> SyncResult:
         errs = errors or {}
+        stopped = (current[-1], outcome) if not success and current else None
+        halted = outcome if not success and not current else None
         return SyncResult(
             plan, _final_statuses(plan, applied, unknown), outcome,
             errors=tuple(errs.get(i) for i in range(len(plan.operations))),
-            segments=(Segment("memory", success),), registered=registered,
+            segments=segment_results(plan, applied=applied, stopped=stopped, halted=halted),
+            registered=registered,
         )
 
     def interrupted() -> SyncResult:
@@ -348,12 +412,10 @@ def _apply(plan: Plan, locks: Locks) -> SyncResult:
         registered = True
 
     by_checkout = _by_checkout(plan) if plan.changes else {}
-    for co in plan.checkouts:
-        if co.state is not CheckoutState.ACTIVE:
-            continue
-        order = _write_order(plan, by_checkout.get(co.path, ()))
-        if not order:
-            continue
+    blocked = plan.blocked_segments
+    # [E8]: skills, then instructions, then memory; a blocked segment writes nothing.
+    for segment, co, order in _segment_order(plan, by_checkout, blocked):
+        current.append(segment)
         writer = _Writer(co, locks.fds[co.path])
         try:
             for i in order:
@@ -362,7 +424,6 @@ def _apply(plan: Plan, locks: Locks) -> SyncResult:
                 op = plan.operations[i]
                 try:
                     if op.action is Action.CREATE:
-                        writer.dir_fd(MEMORY_DIR, create=True)
                         writer.symlink(op)
                     elif op.entry == "directory":
                         writer.rmdir(op)
@@ -393,8 +454,33 @@ def _apply(plan: Plan, locks: Locks) -> SyncResult:
     # interruption ([E5]).
     _stop_if_signalled(interrupted, "it arrived after the last operation finished; every "
                        "operation was applied")
+    current.clear()
     changed = bool(applied) or registered
+    if blocked:
+        # [E8]: the segments without conflicts were applied; the run is still blocked.
+        error = _blocked_error(plan, partial=True)
+        error.result = result("blocked", False)
+        raise error
     return result("applied" if changed else "unchanged", True)
+
+
+def _segment_order(
+    plan: Plan, by_checkout: dict[str, list[tuple[int, Operation]]],
+    blocked: frozenset[SegmentName],
+) -> list[tuple[SegmentName, CheckoutPlan, list[int]]]:
+    """(segment, checkout, writes in [E4] order) in execution order ([E8])."""
+    out = []
+    for segment in SEGMENT_ORDER:
+        if segment in blocked:
+            continue
+        for co in plan.checkouts:
+            if co.state is not CheckoutState.ACTIVE:
+                continue
+            ops = [(i, op) for i, op in by_checkout.get(co.path, ()) if op.segment is segment]
+            order = _write_order(plan, ops)
+            if order:
+                out.append((segment, co, order))
+    return out
 
 
 def planned_result(plan: Plan) -> SyncResult:
@@ -402,5 +488,5 @@ def planned_result(plan: Plan) -> SyncResult:
     return SyncResult(
         plan, _final_statuses(plan, set(), set(), dry_run=True),
         "blocked" if plan.blocked else "planned",
-        segments=(Segment("memory", not plan.blocked),), dry_run=True,
+        segments=segment_results(plan, dry_run=True), dry_run=True,
     )

@@ -311,10 +311,14 @@ class Plan:
 
 @frozen
 class Segment:
-    """One engine's part of a project sync result ([E8], INV-MEM-11)."""
+    """One engine's part of a project sync result ([E8], INV-MEM-11, [G6])."""
 
     name: str
     success: bool
+    #: Whether the segment has at least one operation or finding ([G6]).
+    active: bool = True
+    #: The segment's own outcome word (the top-level words of SPEC §9).
+    outcome: str = ""
 
 
 @frozen

@@ -1,6 +1,6 @@
 """How a sync, a dry run or an apply ends: its outcome word and exit code, decided here.
 
-One frozen :class:`SyncReport` carries everything the ``aikito.sync/1`` document and the
+One frozen :class:`SyncReport` carries everything the ``aikito.sync/2`` document and the
 text report are made of.  The rules that turn a plan, a result or an error into an
 outcome and an exit code (SPEC §9) live in this module and nowhere else; the command line
 only renders a report and exits with its code.
@@ -29,7 +29,7 @@ from aikito_mem.errors import (
     Outcome,
     exit_code_for,
 )
-from aikito_mem.model import Plan, SyncResult
+from aikito_mem.model import SEGMENT_ORDER, Plan, SyncResult
 
 
 @attrs.frozen
@@ -54,9 +54,14 @@ def dry_run_report(plan: Plan, *, check: bool = False) -> SyncReport:
     """The report of a plan that is only shown (``--dry-run``, ``--check``)."""
     if plan.blocked:
         n = len(plan.conflicts)
+        names = [seg.value for seg in SEGMENT_ORDER if seg in plan.blocked_segments]
+        what = (f"the {names[0]} segment" if len(names) == 1 else
+                f"the {', '.join(names[:-1])} and {names[-1]} segments")
+        rest = ("nothing would be written" if plan.refused else
+                "nothing of it would be written; the other segments would be applied")
         error = ConflictError(
-            f"{n} conflict{'s' * (n != 1)} block{'s' * (n == 1)} the plan; nothing would "
-            "be written — resolve each as it says and run again",
+            f"{n} conflict{'s' * (n != 1)} block{'s' * (n == 1)} {what}; {rest} — "
+            "resolve each as it says and run again",
             conflicts=plan.conflicts, plan=plan,
         )
         return SyncReport(plan.project, plan.workspace, True, Outcome.BLOCKED, EXIT_CONFLICT,

@@ -1,4 +1,4 @@
-"""The command line (SPEC §9): exact exit codes, the ``aikito.sync/1`` JSON document, the
+"""The command line (SPEC §9): exact exit codes, the ``aikito.sync/2`` JSON document, the
 configuration-error matrix, usage errors, real processes.  What the text reports look
 like: tests/test_render.py; which project and checkouts a sync acts on:
 tests/test_cli_checkouts.py.
@@ -111,9 +111,9 @@ TOP = {
     "dry_run": bool, "outcome": str, "exit_code": int, "summary": dict, "checkouts": list,
     "operations": list, "findings": list, "segments": dict, "error": (dict, type(None)),
 }
-#: Fields this implementation adds (SPEC §9 allows new fields within aikito.sync/1).
+#: Fields this implementation adds (SPEC §9 allows new fields within aikito.sync/2).
 TOP_EXTRA = {"registered"}
-OP = {"action": str, "rule": str, "checkout": str, "resource": (str, type(None)),
+OP = {"segment": str, "action": str, "rule": str, "checkout": str, "resource": (str, type(None)),
       "target": str, "source": (str, type(None)), "reason": str, "status": str}
 OP_EXTRA = {"entry", "found", "remedy", "error"}
 CHECKOUT = {"label": str, "path": str, "state": str}
@@ -133,7 +133,7 @@ def check_types(obj: dict[str, Any], spec: dict[str, Any], extra: set[str]) -> N
 
 def check_document(doc: dict[str, Any], code: int) -> None:
     check_types(doc, TOP, TOP_EXTRA)
-    assert doc["schema"] == "aikito.sync/1"
+    assert doc["schema"] == "aikito.sync/2"
     assert doc["exit_code"] == code
     assert doc["outcome"] in OUTCOMES
     assert set(doc["summary"]) == {"create", "noop", "unlink", "conflict", "skip"}
@@ -151,9 +151,17 @@ def check_document(doc: dict[str, Any], code: int) -> None:
         assert c["state"] in {"active", "offline", "invalid"}
     for f in doc["findings"]:
         check_types(f, FINDING, set())
-    assert set(doc["segments"]) == {"memory"}
-    assert set(doc["segments"]["memory"]) == {"success"}
-    assert type(doc["segments"]["memory"]["success"]) is bool
+    assert list(doc["segments"]) == ["skills", "instructions", "memory"]
+    totals = {k: 0 for k in doc["summary"]}
+    for seg in doc["segments"].values():
+        assert set(seg) == {"active", "success", "outcome", "summary"}
+        assert type(seg["success"]) is bool and type(seg["active"]) is bool
+        assert seg["outcome"] in OUTCOMES
+        for k, v in seg["summary"].items():
+            totals[k] += v
+    assert totals == doc["summary"]  # [G6]: the top-level summary is their sum
+    for op in doc["operations"]:
+        assert op["segment"] in doc["segments"]
     if doc["error"] is not None:
         assert {"code", "message"} <= set(doc["error"])
         assert isinstance(doc["error"]["code"], str) and doc["error"]["code"]
@@ -180,7 +188,7 @@ def test_dry_run_planned(env: Env) -> None:
     assert doc["summary"] == {"create": 2, "noop": 0, "unlink": 0, "conflict": 0, "skip": 0}
     assert doc["checkouts"] == [{"label": "1", "path": str(env.co), "state": "active"}]
     assert {op["status"] for op in doc["operations"]} == {"planned"}
-    assert doc["segments"] == {"memory": {"success": True}}
+    assert doc["segments"]["memory"]["success"] is True
     assert doc["error"] is None
     assert not env.mem().exists()
 
@@ -189,7 +197,7 @@ def test_json_operation_fields(env: Env) -> None:
     _, doc = env.json("demo", "--dry-run")
     op = next(o for o in doc["operations"] if o["resource"] == "glossary.md")
     assert {k: op[k] for k in OP} == {
-        "action": "CREATE", "rule": "INV-MEM-01", "checkout": str(env.co),
+        "segment": "memory", "action": "CREATE", "rule": "INV-MEM-01", "checkout": str(env.co),
         "resource": "glossary.md", "target": str(env.mem("glossary.md")),
         "source": f"{env.ws}/memory/glossary.md", "reason": "target missing",
         "status": "planned",
@@ -218,7 +226,7 @@ def test_real_sync_applied_then_unchanged(env: Env) -> None:
     assert (code, doc["outcome"]) == (0, "unchanged")
     check_document(doc, 0)
     assert {(op["action"], op["status"]) for op in doc["operations"]} == {("NOOP", "unchanged")}
-    assert doc["segments"] == {"memory": {"success": True}}
+    assert doc["segments"]["memory"]["success"] is True
 
 
 def test_skip_status_in_real_run(env: Env) -> None:
@@ -334,7 +342,7 @@ def test_config_error_matrix(env: Env, data: bytes, code: str, culprit: str) -> 
         assert doc["error"]["code"] == code, doc["error"]
         assert culprit in doc["error"]["message"]
         assert doc["operations"] == []
-        assert doc["segments"] == {"memory": {"success": False}}
+        assert doc["segments"]["memory"]["success"] is False
     text = env.sync("demo")
     assert text.exit_code == 4
     assert str(cfg) in text.stderr

@@ -236,8 +236,8 @@ def test_a_conflict_line_names_target_reason_and_remedy(world: WS) -> None:
     assert res.stdout.splitlines()[-1] == (
         "memory: 1 to create, 1 to unlink, 1 conflict, 0 unchanged, 2 skipped "
         "(1 checkout offline)")
-    assert res.stderr == "aikito: 1 conflict blocks the plan; nothing would be written — " \
-        "resolve each as it says and run again\n"
+    assert res.stderr == "aikito: 1 conflict blocks the memory segment; nothing would be " \
+        "written — resolve each as it says and run again\n"
 
 
 ANSI = "\x1b["

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @click.command("apply")
 @click.argument("planfile")
-@json_option("aikito.sync/1")
+@json_option("aikito.sync/2")
 @lock_timeout_option
 @color_option
 @click.pass_context

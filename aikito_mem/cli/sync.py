@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class SyncView:
-    """How ``sync project`` and ``apply`` render: the ``aikito.sync/1`` document or the
+    """How ``sync project`` and ``apply`` render: the ``aikito.sync/2`` document or the
     text report.  Remembers the project and workspace as soon as they are known, so that
     the document of an error names them."""
 
@@ -73,7 +73,7 @@ def sync() -> None:
 @click.argument("name", required=False)
 @click.argument("path", required=False)
 @click.option("--dry-run", is_flag=True, help="Plan and print; write nothing.")
-@json_option("aikito.sync/1")
+@json_option("aikito.sync/2")
 @click.option("--check", is_flag=True, help="Dry run; exit 7 when changes are pending.")
 @click.option("--no-register", is_flag=True, help="Do not add PATH to agent.toml.")
 @click.option("--out", metavar="PLANFILE", default=None,

@@ -2,7 +2,7 @@
 
 - :mod:`~aikito_mem.render.text` — rules every command shares: printable names, colour,
   what a stream can encode, the JSON text, the :class:`Output` value;
-- :mod:`~aikito_mem.render.sync` — plans, results and sync reports (``aikito.sync/1``);
+- :mod:`~aikito_mem.render.sync` — plans, results and sync reports (``aikito.sync/2``);
 - :mod:`~aikito_mem.render.status` — the status report (``aikito.status/1``);
 - :mod:`~aikito_mem.render.doctor` — the doctor report (``aikito.doctor/1``).
 

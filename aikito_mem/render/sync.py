@@ -1,4 +1,4 @@
-"""Plans, results and sync reports as text or as the ``aikito.sync/1`` JSON document.
+"""Plans, results and sync reports as text or as the ``aikito.sync/2`` JSON document.
 
 Pure: functions from values to strings/dicts; the command line decides where they go.
 """
@@ -9,10 +9,12 @@ from typing import Any
 
 from aikito_mem.errors import Outcome
 from aikito_mem.model import (
+    SEGMENT_ORDER,
     Action,
     CheckoutState,
     Operation,
     Plan,
+    SegmentName,
     Severity,
     Status,
     SyncResult,
@@ -20,7 +22,7 @@ from aikito_mem.model import (
 from aikito_mem.outcome import SyncReport
 from aikito_mem.render.text import Display, Output, error_json, error_lines, plural
 
-SCHEMA = "aikito.sync/1"
+SCHEMA = "aikito.sync/2"
 
 _NOOP = Action.NOOP
 _CONFLICT = Action.CONFLICT
@@ -29,6 +31,7 @@ _EMPTY_SUMMARY = {"create": 0, "noop": 0, "unlink": 0, "conflict": 0, "skip": 0}
 
 def _op_json(op: Operation, status: Status, error: str | None) -> dict[str, Any]:
     doc: dict[str, Any] = {
+        "segment": op.segment.value,
         "action": op.action.value,
         "rule": op.rule,
         "checkout": op.checkout,
@@ -73,10 +76,8 @@ def json_document(
             errors = tuple(None for _ in plan.operations)
         operations = [_op_json(op, st, er) for op, st, er in
                       zip(plan.operations, statuses, errors, strict=True)]
-    if result is not None and result.segments:
-        segments = {s.name: {"success": s.success} for s in result.segments}
-    else:
-        segments = {"memory": {"success": exit_code in (0, 7)}}
+    segments = _segments_json(plan, result, dry_run=dry_run, outcome=str(outcome),
+                              exit_code=exit_code)
     return {
         "schema": SCHEMA,
         "project": project if project is not None else (plan.project if plan else None),
@@ -103,8 +104,39 @@ def json_document(
     }
 
 
+def _segments_json(plan: Plan | None, result: SyncResult | None, *, dry_run: bool,
+                   outcome: str, exit_code: int) -> dict[str, Any]:
+    """[G6]: all three segments, each ``{"active", "success", "outcome", "summary"}``."""
+    if plan is None:  # refused before planning (configuration error, busy …)
+        failed = exit_code not in (0, 7)
+        return {seg.value: {"active": False, "success": not failed, "outcome": outcome,
+                            "summary": dict(_EMPTY_SUMMARY)} for seg in SEGMENT_ORDER}
+    by_name = {s.name: s for s in result.segments} if result is not None else {}
+    if not by_name and plan is not None:
+        from aikito_mem.execute import segment_results
+
+        if dry_run:
+            by_name = {s.name: s for s in segment_results(plan, dry_run=True)}
+        elif outcome in ("stale", "failed", "interrupted", "busy", "blocked"):
+            by_name = {s.name: s for s in segment_results(plan, halted=outcome)}
+    out: dict[str, Any] = {}
+    for seg in SEGMENT_ORDER:
+        summary = plan.summary(seg) if plan is not None else dict(_EMPTY_SUMMARY)
+        known = by_name.get(seg.value)
+        if known is not None:
+            out[seg.value] = {"active": known.active, "success": known.success,
+                              "outcome": known.outcome, "summary": summary}
+        else:
+            active = plan.segment_active(seg) if plan is not None else False
+            ok = exit_code in (0, 7) or not active
+            word = outcome if active else ("planned" if dry_run else "unchanged")
+            out[seg.value] = {"active": active, "success": ok, "outcome": word,
+                              "summary": summary}
+    return out
+
+
 def document(report: SyncReport) -> dict[str, Any]:
-    """The ``aikito.sync/1`` document of a report."""
+    """The ``aikito.sync/2`` document of a report."""
     return json_document(
         project=report.project, workspace=report.workspace, dry_run=report.dry_run,
         outcome=report.outcome, exit_code=report.exit_code, plan=report.plan,
@@ -113,9 +145,23 @@ def document(report: SyncReport) -> dict[str, Any]:
     )
 
 
+def summary_lines(plan: Plan) -> list[str]:
+    """One summary line per segment that has anything configured or found (SPEC §9):
+    skills and instructions when active, memory always."""
+    out = []
+    for seg in (SegmentName.SKILLS, SegmentName.INSTRUCTIONS):
+        if plan.segment_active(seg) or (seg is SegmentName.SKILLS and plan.skills):
+            s = plan.summary(seg)
+            out.append(f"{seg.value}: {s['create']} to create, {s['unlink']} to unlink, "
+                       f"{plural(s['conflict'], 'conflict')}, {s['noop']} unchanged, "
+                       f"{s['skip']} skipped")
+    out.append(summary_line(plan))
+    return out
+
+
 def summary_line(plan: Plan) -> str:
     """``memory: 3 to create, 1 to unlink, 0 conflicts, 27 unchanged, 2 skipped (…)``."""
-    s = plan.summary()
+    s = plan.summary(SegmentName.MEMORY)
     offline = sum(1 for c in plan.checkouts if c.state is CheckoutState.OFFLINE)
     shadowed = sum(1 for op in plan.operations
                    if op.action is Action.SKIP and op.rule == "S4")
@@ -189,7 +235,7 @@ def text_report(plan: Plan, display: Display,
             if f.severity == Severity.INFO and not verbose:
                 continue
             lines.append(display.line(f"{f.severity}: {f.message}", "magenta"))
-    lines.append(display.line(summary_line(plan)))
+    lines.extend(display.line(line) for line in summary_lines(plan))
     return lines
 
 
