@@ -102,6 +102,14 @@ def verify(plan: Plan, locks: Locks) -> list[str]:
                     diffs.append(f"agent.toml memory list changed ({plan.config_path})")
                 if config.candidates != plan.candidates:
                     diffs.append(f"agent.toml checkout paths changed ({plan.config_path})")
+                if tuple(sorted(config.skills)) != plan.skills:
+                    diffs.append(f"agent.toml skills list changed ({plan.config_path})")
+    # Skills and instructions ([G7]): the instructions source and the agent registry.
+    import os
+
+    from aikito_mem.segments import differences
+
+    diffs.extend(differences(plan, os.environ, plan.home or None))
     pm = f"{plan.workspace}/projects/{plan.project}/memory"
     if observe.lstat(pm).exists != plan.project_memory_exists:
         diffs.append(
