@@ -198,7 +198,13 @@ class _CheckoutPlanner:
             return
         kw: dict[str, object] = {"resource": res.name, "source": res.source, "observed": obs}
         if res.problem is not None:
-            if res.missing:
+            if res.missing and not res.is_notes and obs.kind in (Kind.FILE, Kind.DIR):
+                # The content is here, not in the workspace: adopt moves it there and
+                # links it back.
+                remedy = (f"aikito adopt {self.target(rel)} (moves it to {res.source} and "
+                          f"links it back), or remove {res.name!r} from memory in "
+                          f"{self.config_path}")
+            elif res.missing:
                 remedy = (f"create {res.source}, or remove {res.name!r} from memory "
                           f"in {self.config_path}")
             else:
@@ -272,8 +278,7 @@ class _CheckoutPlanner:
             f"found {obs.describe()}; expected {expected}",
             remedy=_unmount(self.target(rel), res.name, self.config_path)
             if obs.kind is Kind.MOUNT else
-            f"move {self.target(rel)} out of the way (aikito never overwrites or adopts "
-            f"it), or remove {res.name!r} from memory in {self.config_path}",
+            _adopt_remedy(self.target(rel), res, obs, self.config_path),
             **kw,
         )
 
@@ -289,6 +294,18 @@ def _unmount(target: str, name: str, config_path: str) -> str:
     """The remedy for a mount point where a link or a real directory is needed ([E5])."""
     return (f"unmount {target} (aikito never writes into, looks into or removes another "
             f"mounted filesystem), or remove {name!r} from memory in {config_path}")
+
+
+def _adopt_remedy(target: str, res: Resource, obs: Observed, config_path: str) -> str:
+    """The remedy for a file or directory at a desired memory target: ``aikito adopt``
+    where adopting resolves it (a reference: the content moves into the workspace, or an
+    identical copy is replaced by the link), else moving it out of the way."""
+    if not res.is_notes and obs.kind in (Kind.FILE, Kind.DIR):
+        return (f"aikito adopt {target} (replaces it with the link when it is an identical "
+                f"copy of {res.source}; shows the differences otherwise), or move it out of "
+                f"the way, or remove {res.name!r} from memory in {config_path}")
+    return (f"move {target} out of the way (aikito never overwrites it), or remove "
+            f"{res.name!r} from memory in {config_path}")
 
 
 def _checkout_conflict(view: CheckoutView, rel: str, found: Observed, what: str) -> Operation:
