@@ -44,14 +44,23 @@ from aikito_mem.errors import (
     InterruptedError_,
     exit_code_for,
 )
-from aikito_mem.model import Action, CheckoutState, Plan, Severity
+from aikito_mem.model import (
+    SEGMENT_ORDER,
+    Action,
+    CheckoutState,
+    Finding,
+    Plan,
+    SegmentName,
+    Severity,
+)
 from aikito_mem.planner import INDEX_NAME, MEMORY_DIR
 
 if TYPE_CHECKING:  # pragma: no cover
     from aikito_mem.descriptor import MemoryDescriptor
 
-#: 2: each active checkout gained ``descriptor``.
-CONTRACT_VERSION = 2
+#: 2: each active checkout gained ``descriptor``; 3: ``sync.segments`` per checkout and
+#: the workspace-wide ``findings`` ([G5]).
+CONTRACT_VERSION = 3
 #: The directory of each checkout under which the references appear.
 ANCHOR = MEMORY_DIR
 
@@ -84,6 +93,8 @@ class CheckoutStatus:
     #: The path of ``.agents/memory/MEMORY.md`` when the plan recognised it as the
     #: descriptor's index (the anchor), else ``None``.
     index: str | None = None
+    #: The same counts per segment (``skills``, ``instructions``, ``memory``) ([G5]).
+    segments: tuple[tuple[str, SyncCounts], ...] = ()
 
     @property
     def in_sync(self) -> bool:
@@ -119,6 +130,8 @@ class StatusReport:
     projects: tuple[ProjectStatus, ...] = ()
     #: The error that ended the command (workspace unusable, a signal).
     error: AikitoError | None = None
+    #: Workspace-wide warnings: one checkout registered by two projects ([G5]).
+    findings: tuple[Finding, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -151,14 +164,54 @@ def _counts(plan: Plan) -> dict[str, SyncCounts]:
             for path in create}
 
 
+def _segment_counts(plan: Plan) -> dict[str, tuple[tuple[str, SyncCounts], ...]]:
+    """Per checkout: (segment, counts) for each segment with anything there ([G5])."""
+    table: dict[tuple[str, SegmentName], list[int]] = {}
+    for op in plan.operations:
+        row = table.setdefault((op.checkout, op.segment), [0, 0, 0])
+        if op.action is Action.CREATE:
+            row[0] += 1
+        elif op.action is Action.UNLINK:
+            row[1] += 1
+        elif op.action is Action.CONFLICT:
+            row[2] += 1
+    out: dict[str, tuple[tuple[str, SyncCounts], ...]] = {}
+    for co in plan.checkouts:
+        out[co.path] = tuple(
+            (seg.value, SyncCounts(*table[(co.path, seg)]))
+            for seg in SEGMENT_ORDER if (co.path, seg) in table
+        )
+    return out
+
+
+def shared_checkouts(projects: tuple[ProjectStatus, ...]) -> tuple[Finding, ...]:
+    """[G5]: a checkout registered by two projects — their syncs would unlink each
+    other's links, since ownership is by the link's literal."""
+    owners: dict[str, list[str]] = {}
+    for project in projects:
+        for co in project.checkouts:
+            if co.state is CheckoutState.ACTIVE:
+                owners.setdefault(co.path, []).append(project.name)
+    return tuple(
+        Finding("status.shared_checkout", Severity.WARNING,
+                f"checkout {path} is registered by the projects {', '.join(names)}: their "
+                "syncs would unlink each other's links (ownership is by the link's "
+                "literal) — register it in one project only", path)
+        for path, names in sorted(owners.items()) if len(names) > 1
+    )
+
+
 def project_status(plan: Plan) -> ProjectStatus:
     """One project's status, from its dry-run plan."""
     counts = _counts(plan)
+    per_segment = _segment_counts(plan)
     indexes = {f.path for f in plan.findings if f.code == "memory.index_anchor"}
     checkouts = tuple(
         CheckoutStatus(co.label, co.path, co.state, co.reason,
                        None if co.state is CheckoutState.OFFLINE else counts[co.path],
-                       index=_index(co.path, indexes))
+                       index=_index(co.path, indexes),
+                       segments=() if co.state is CheckoutState.OFFLINE
+                       else per_segment[co.path])
         for co in plan.checkouts
     )
     return ProjectStatus(
@@ -229,4 +282,5 @@ def collect(workspace: str | None, *, environ: Mapping[str, str] | None = None
             projects.append(ProjectStatus(name=name, error=_problem(name, exc)))
             continue
         projects.append(with_descriptors(project_status(plan)))
-    return StatusReport(ws.root, ws.found_via, tuple(projects))
+    listed = tuple(projects)
+    return StatusReport(ws.root, ws.found_via, listed, findings=shared_checkouts(listed))

@@ -48,8 +48,14 @@ def doc(ws: Path) -> tuple[dict[str, Any], int]:
 
 
 def the_checkout(d: dict[str, Any], name: str = "demo", index: int = 0) -> dict[str, Any]:
+    """One checkout's entry, its per-segment counts ([G5]) checked and set aside."""
     proj = next(p for p in d["projects"] if p["name"] == name)
     co: dict[str, Any] = proj["checkouts"][index]
+    sync = co.get("sync")
+    if sync is not None and "segments" in sync:
+        segments = sync.pop("segments")
+        for key in ("create", "unlink", "conflict"):
+            assert sum(seg[key] for seg in segments.values()) == sync[key]
     return co
 
 
@@ -64,7 +70,7 @@ def test_in_sync(tmp_path: Path) -> None:
     Project.load("demo", str(ws)).sync()
     d, code = doc(ws)
     assert code == 0
-    assert d["schema"] == "aikito.status/1" and d["contract_version"] == 2
+    assert d["schema"] == "aikito.status/1" and d["contract_version"] == 3
     assert d["workspace"] == str(ws.resolve()) and d["error"] is None
     [proj] = d["projects"]
     assert proj["name"] == "demo"
@@ -73,7 +79,10 @@ def test_in_sync(tmp_path: Path) -> None:
     assert proj["checkouts"][0].pop("descriptor")["state"] == "absent"
     assert proj["checkouts"] == [{"label": "1", "path": str(co.resolve()), "state": "active",
                                   "sync": {"in_sync": True, "create": 0, "unlink": 0,
-                                           "conflict": 0, "foreign": 0}}]
+                                           "conflict": 0, "foreign": 0,
+                                           "segments": {"memory": {
+                                               "in_sync": True, "create": 0, "unlink": 0,
+                                               "conflict": 0}}}}]
     text = status(ws)
     assert text.exit_code == 0
     assert "in sync" in text.stdout and "all in sync" in text.stdout
@@ -308,3 +317,26 @@ def test_a_project_whose_plan_fails_is_listed_with_its_error(
     assert by_name["odd"]["error"]["code"] == expected
     words = "embedded null byte" if isinstance(failure, ValueError) else "Input/output error"
     assert words in by_name["odd"]["error"]["message"]
+
+
+def test_state_per_segment_and_shared_checkout(tmp_path: Path) -> None:
+    """[G5]: status shows each segment's state; a checkout registered by two projects is
+    a warning (their syncs would unlink each other's links)."""
+    ws = make_ws(tmp_path)
+    (ws / "skills" / "alpha").mkdir(parents=True)
+    co = tmp_path / "co"
+    co.mkdir()
+    project(ws, "demo", toml([co], ["style.md"]) + 'skills = ["alpha"]\n')
+    project(ws, "other", toml([co], []))
+    d, code = doc(ws)
+    assert code == 1
+    proj = next(p for p in d["projects"] if p["name"] == "demo")
+    segments = proj["checkouts"][0]["sync"]["segments"]
+    assert segments["skills"] == {"in_sync": False, "create": 1, "unlink": 0, "conflict": 0}
+    assert segments["memory"]["create"] == 1
+    (finding,) = d["findings"]
+    assert finding["code"] == "status.shared_checkout"
+    assert finding["path"] == str(co) and "demo, other" in finding["message"]
+    text = status(ws).stdout
+    assert "skills: 1 to create; memory: 1 to create" in text
+    assert f"warning: checkout {co} is registered by the projects demo, other" in text

@@ -27,6 +27,8 @@ def _checkout_json(co: CheckoutStatus) -> dict[str, Any]:
     entry["sync"] = None if s is None else {
         "in_sync": s.in_sync, "create": s.create, "unlink": s.unlink,
         "conflict": s.conflict, "foreign": s.foreign,
+        "segments": {name: {"in_sync": c.in_sync, "create": c.create, "unlink": c.unlink,
+                            "conflict": c.conflict} for name, c in co.segments},
     }
     entry["descriptor"] = _descriptor_json(co)
     return entry
@@ -63,25 +65,37 @@ def document(report: StatusReport) -> dict[str, Any]:
         "workspace": report.workspace,
         "workspace_source": report.workspace_source,
         "projects": [_project_json(p) for p in report.projects],
+        "findings": [{"code": f.code, "severity": str(f.severity), "message": f.message,
+                      "path": f.path} for f in report.findings],
         "exit_code": report.exit_code,
         "error": error_json(report.error) if report.error is not None else None,
     }
 
 
-def _sync_words(sync: SyncCounts | None, state: CheckoutState) -> str:
+def _pending(sync: SyncCounts) -> str:
+    parts = []
+    if sync.create:
+        parts.append(f"{sync.create} to create")
+    if sync.unlink:
+        parts.append(f"{sync.unlink} to unlink")
+    if sync.conflict:
+        parts.append(plural(sync.conflict, "conflict"))
+    return ", ".join(parts)
+
+
+def _sync_words(sync: SyncCounts | None, state: CheckoutState,
+                segments: tuple[tuple[str, SyncCounts], ...] = ()) -> str:
     if sync is None:
         return "offline (not checked)" if state is CheckoutState.OFFLINE else "-"
     if sync.in_sync:
         words = "in sync"
     else:
-        parts = []
-        if sync.create:
-            parts.append(f"{sync.create} to create")
-        if sync.unlink:
-            parts.append(f"{sync.unlink} to unlink")
-        if sync.conflict:
-            parts.append(plural(sync.conflict, "conflict"))
-        words = ", ".join(parts)
+        # [G5]: each segment's own state when more than memory has anything to do.
+        behind = [(name, c) for name, c in segments if not c.in_sync]
+        if behind and [name for name, _ in behind] != ["memory"]:
+            words = "; ".join(f"{name}: {_pending(c)}" for name, c in behind)
+        else:
+            words = _pending(sync)
     if sync.foreign:
         words += f", {plural(sync.foreign, 'foreign entry', 'foreign entries')}"
     return words
@@ -131,7 +145,7 @@ def text_table(report: StatusReport) -> list[str]:
             rows.append((name, "-", "-", "no checkout registered", ""))
         for co in project.checkouts:
             rows.append((name, printable(co.label), co.state.value,
-                         _sync_words(co.sync, co.state), printable(co.path)))
+                         _sync_words(co.sync, co.state, co.segments), printable(co.path)))
     header = ("PROJECT", "CHECKOUT", "STATE", "SYNC", "PATH")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
     lines = [printable(f"workspace {report.workspace} ({report.workspace_source})")]
@@ -139,6 +153,7 @@ def text_table(report: StatusReport) -> list[str]:
         cells = [row[i].ljust(widths[i]) for i in range(4)]
         lines.append("  ".join([*cells, row[4]]).rstrip())
     lines.extend(descriptor_lines(report))
+    lines.extend(printable(f"warning: {f.message}") for f in report.findings)
     for project in report.projects:
         if project.error is not None:
             lines.append(printable(f"error: project {project.name}: "
