@@ -433,5 +433,9 @@ def run(workspace: str | None, *, strict: bool = False,
         git_checks.extend(git)
     for index, project in sorted(indexes.items()):
         checks.extend(check_index(index, project))
+    from aikito_mem.doctor_segments import conflict_marker_checks, shared_checkout_checks
+
+    checks.extend(conflict_marker_checks(configs, ws.root))
+    checks.extend(shared_checkout_checks(configs, observer))
     checks.extend(git_checks)
     return DoctorReport(ws.root, ws.found_via, strict, tuple(checks))
