@@ -85,7 +85,8 @@ class Fix:
     lines: tuple[str, ...]
     #: The checkouts that read this exclude file and miss a line.
     checkouts: tuple[str, ...]
-    #: ``planned`` (``--dry-run``), ``applied`` or ``failed``.
+    #: ``planned`` (``--dry-run``), ``applied``, ``unchanged`` (every line was there by
+    #: the time of the write) or ``failed``.
     status: str = "planned"
     error: str | None = None
 
@@ -98,6 +99,8 @@ class Fix:
             return f"added {what} to {self.path}{shared}"
         if self.status == "failed":
             return f"could not add {what} to {self.path}: {self.error}"
+        if self.status == "unchanged":
+            return f"{self.path} lists {what} already"
         return f"would add {what} to {self.path}{shared}"
 
 
@@ -160,10 +163,11 @@ def plan_fixes(states: Iterable[GitCheckout]) -> tuple[Fix, ...]:
 
 def apply_fix(fix: Fix) -> Fix:
     """Append ``fix.lines`` (those still missing) to ``fix.path``; the fix with its
-    outcome.  Never raises an ``OSError``: a failure is the fix's ``error``."""
+    outcome.  Never raises an ``OSError``: a failure is the fix's ``error``.  Nothing is
+    created or written once a signal was received ([E5])."""
     signals.check()
     try:
-        _append(fix.path, fix.lines)
+        added = _append(fix.path, fix.lines)
     except OSError as exc:
         # O_NOFOLLOW: ELOOP for a symlinked file; with O_DIRECTORY, ENOTDIR for a
         # symlinked directory.
@@ -173,10 +177,13 @@ def apply_fix(fix: Fix) -> Fix:
         else:
             why = exc.strerror or str(exc)
         return attrs.evolve(fix, status="failed", error=f"{why} — add the lines yourself")
-    return attrs.evolve(fix, status="applied")
+    if not added:
+        return attrs.evolve(fix, status="unchanged")
+    return attrs.evolve(fix, status="applied", lines=added)
 
 
-def _append(path: str, lines: tuple[str, ...]) -> None:
+def _append(path: str, lines: tuple[str, ...]) -> tuple[str, ...]:
+    """Append those of ``lines`` the file does not have; the lines appended."""
     info, name = os.path.split(path)
     nofollow_dir = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
@@ -198,14 +205,14 @@ def _append(path: str, lines: tuple[str, ...]) -> None:
             raise OSError(errno.EFBIG, f"it is larger than {MAX_EXCLUDE} bytes", path)
         data = os.pread(fd, st.st_size, 0)
         present = _lines(data)
-        todo = [line for line in lines if line not in present]
+        todo = tuple(line for line in lines if line not in present)
         if not todo:
-            return  # written meanwhile: nothing to add
+            return ()  # written meanwhile: nothing to add
         head = "\n" if data and not data.endswith(b"\n") else ""
         comment = () if COMMENT in present else (COMMENT,)
         payload = head + "".join(f"{line}\n" for line in (*comment, *todo))
-        signals.check()
         write_all(fd, payload.encode("utf-8"))
         os.fsync(fd)
+        return todo
     finally:
         os.close(fd)

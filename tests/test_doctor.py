@@ -669,6 +669,25 @@ def test_fix_refuses_an_exclude_file_that_is_not_a_regular_file(tmp_path: Path,
     assert fixed.message.startswith(f"could not add .agents/memory/ to {exclude}: ")
 
 
+def test_fix_appends_only_the_lines_still_missing_when_it_writes(tmp_path: Path) -> None:
+    """The lines present are read again through the descriptor that appends: a line
+    written since the fix was planned (another doctor, the user) is not added twice."""
+    from aikito_mem.doctor_git import COMMENT, Fix, apply_fix
+
+    (tmp_path / "info").mkdir()
+    exclude = tmp_path / "info" / "exclude"
+    exclude.write_text(".agents/memory/\n")
+    fix = Fix(str(exclude), (".agents/memory/", ".agents/skills/"), ("/co",))
+    done = apply_fix(fix)
+    assert (done.status, done.lines) == ("applied", (".agents/skills/",))
+    assert done.message == f"added .agents/skills/ to {exclude}"
+    assert exclude.read_text() == f".agents/memory/\n{COMMENT}\n.agents/skills/\n"
+    again = apply_fix(fix)  # nothing left to add: nothing written
+    assert again.status == "unchanged"
+    assert again.message == f"{exclude} lists .agents/memory/ and .agents/skills/ already"
+    assert exclude.read_text() == f".agents/memory/\n{COMMENT}\n.agents/skills/\n"
+
+
 def test_fix_writes_nothing_after_a_signal(tmp_path: Path) -> None:
     """[E5]: no write starts after a signal was received."""
     import signal
@@ -677,14 +696,13 @@ def test_fix_writes_nothing_after_a_signal(tmp_path: Path) -> None:
     from aikito_mem.doctor_git import Fix, apply_fix
     from aikito_mem.errors import InterruptedError_
 
-    (tmp_path / "info").mkdir()
-    exclude = tmp_path / "info" / "exclude"
-    exclude.write_text("x\n")
+    info = tmp_path / "info"
+    exclude = info / "exclude"
     with signals.installed():
         os.kill(os.getpid(), signal.SIGTERM)
         with pytest.raises(InterruptedError_):
             apply_fix(Fix(str(exclude), (".agents/memory/",), ("/co",)))
-    assert exclude.read_text() == "x\n"
+    assert not info.exists()  # not even the directory was created
 
 
 @pytest.mark.skipif(not HAS_GIT, reason="git is not installed")

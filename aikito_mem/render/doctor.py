@@ -50,7 +50,7 @@ def document(report: DoctorReport) -> dict[str, Any]:
 _STYLE = {_OK: ("green", False), _WARNING: ("yellow", False), _ERROR: ("red", True)}
 #: The status word of a fix line, and its colour.
 _FIX_WORD = {"applied": ("fixed", "green"), "planned": ("to fix", "cyan"),
-             "failed": ("failed", "red")}
+             "unchanged": ("ok", "green"), "failed": ("failed", "red")}
 
 
 def _row(word: str, check_id: str, message: str, display: Display, fg: str | None,
@@ -67,7 +67,8 @@ def _summary(report: DoctorReport) -> str:
         counts: dict[str, int] = {}
         for f in report.fixes:
             counts[f.status] = counts.get(f.status, 0) + 1
-        words = {"applied": "applied", "planned": "to apply (--dry-run)", "failed": "failed"}
+        words = {"applied": "applied", "planned": "to apply (--dry-run)",
+                 "unchanged": "found done already", "failed": "failed"}
         done = [f"{plural(n, 'fix', 'fixes')} {words[status]}"
                 for status, n in counts.items()]
         line += "; " + (", ".join(done) if done else "nothing to fix")
