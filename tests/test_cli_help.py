@@ -13,7 +13,8 @@ from click.testing import CliRunner, Result
 from aikito_mem.cli import cli
 from tests.conftest import WS
 
-COMMANDS = [[], ["sync"], ["sync", "project"], ["apply"], ["status"], ["doctor"], ["adopt"]]
+COMMANDS = [[], ["sync"], ["sync", "project"], ["apply"], ["status"], ["doctor"], ["adopt"],
+            ["init"], ["init", "project"]]
 
 
 def invoke(*args: str, width: int | None = None) -> Result:

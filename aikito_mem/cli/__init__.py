@@ -61,6 +61,7 @@ class AikitoGroup(FullSummaries):
 
 ROOT_EPILOG = """\b
 Examples:
+  aikito init                      create a workspace (~/aikito) to start with
   aikito sync                      sync every project of the workspace
   aikito sync project demo         sync project demo's checkouts
   aikito status                    what a sync would change, project by project
