@@ -19,6 +19,7 @@ from click.testing import CliRunner, Result
 from aikito_mem.cli import cli
 from aikito_mem.errors import ConfigError, InterruptedError_
 from aikito_mem.outcome import error_report
+from aikito_mem.render.sync import SCHEMA as SYNC_SCHEMA
 from aikito_mem.sync_all import PRECEDENCE, SyncAllReport, combined_exit_code
 from tests.conftest import WS
 from tests.snapshots import snapshot
@@ -127,7 +128,7 @@ def test_one_json_document(three: WS) -> None:
     assert [p["project"] for p in doc["projects"]] == ["alpha", "broken", "zeta"]
     by_name = {p["project"]: p for p in doc["projects"]}
     # Each entry is exactly the document `aikito sync project NAME --json` prints.
-    assert by_name["broken"]["schema"] == "aikito.sync/1"
+    assert by_name["broken"]["schema"] == SYNC_SCHEMA
     assert by_name["broken"]["error"]["code"] == "config.toml_syntax"
     assert by_name["alpha"]["outcome"] == "applied"
     alone = json.loads(CliRunner().invoke(cli, ["--workspace", three.root, "sync",
