@@ -2,7 +2,9 @@
 
 Doctor writes nothing: directories are checked with ``stat`` and ``os.access`` (never by
 creating a file), and git is asked read-only questions (``rev-parse``, ``check-ignore``)
-with ``GIT_OPTIONAL_LOCKS=0``, each within :data:`GIT_TIMEOUT` seconds.  Unlike the sync
+with ``GIT_OPTIONAL_LOCKS=0``, each within a time limit (:mod:`aikito_mem.doctor_git`).
+The one exception is ``--fix``: it appends the missing exclude lines to each repository's
+``info/exclude`` (:func:`aikito_mem.doctor_git.apply_fix`).  Unlike the sync
 engine, which never reads a source, doctor reads the contents of ``MEMORY.md`` index
 files: checking an index is its job.  :func:`run` returns a frozen :class:`DoctorReport`;
 :mod:`aikito_mem.render.doctor` turns it into text and into the ``aikito.doctor/1``
@@ -15,11 +17,13 @@ Checks (ids are stable; see docs/commands.md):
 - ``memory.root`` — ``<ws>/memory`` exists, is a directory, is writable;
 - ``project.config`` — each ``agent.toml`` loads (its warnings are reported too) and its
   checkout paths can be examined;
-- ``notes.dir`` — each project's notes directory exists, is a directory, is writable;
+- ``notes.dir`` — each project's notes directory, when it has one, is a writable
+  directory (a project without notes is fine);
 - ``notes.legacy`` — legacy notes next to current ones (a migration hint);
 - ``index.links`` — every Markdown link of each ``MEMORY.md`` resolves, none is listed twice;
-- ``git.ignore`` — git ignores ``.agents/memory`` in each active checkout that is a work
-  tree (a git that does not answer in time is a warning for that checkout).
+- ``git.ignore`` — git ignores ``.agents/memory/`` and ``.agents/skills/`` in each active
+  checkout that is a work tree (a git that does not answer in time is a warning for that
+  checkout); ``--fix`` appends what is missing to the repository's ``info/exclude``.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from typing import Any
 
 import attrs
 
+from aikito_mem import doctor_git
+from aikito_mem.doctor_git import ENTRIES, Fix, GitCheckout
 from aikito_mem.errors import (
     EXIT_CONFLICT,
     EXIT_OK,
@@ -42,18 +48,12 @@ from aikito_mem.errors import (
     exit_code_for,
 )
 from aikito_mem.model import Severity
-from aikito_mem.planner import MEMORY_DIR
 
 CONTRACT_VERSION = 1
 OK, WARNING, ERROR = Severity.OK, Severity.WARNING, Severity.ERROR
 INDEX_NAME = "MEMORY.md"
-#: The line doctor asks users to add to ``.git/info/exclude``.
-EXCLUDE_LINE = f"{MEMORY_DIR}/"
 #: Largest index file read (bytes); a bigger one is reported, not read.
 MAX_INDEX_BYTES = 4 << 20
-#: Seconds one git question may take; a git that blocks (a hung network filesystem, a
-#: lock) is reported for its checkout instead of stopping doctor.
-GIT_TIMEOUT = 10.0
 
 # [title](target) or [title](target "title"); images (![..](..)) match too.
 _LINK = re.compile(
@@ -89,16 +89,26 @@ class DoctorReport:
     checks: tuple[Check, ...] = ()
     #: The error that ended the command (workspace unusable, a signal).
     error: AikitoError | None = None
+    #: ``--fix`` was given (with ``--dry-run``: the fixes are only planned).
+    fix: bool = False
+    dry_run: bool = False
+    #: The fixes made (or planned), one per exclude file.
+    fixes: tuple[Fix, ...] = ()
 
     def count(self, status: Severity) -> int:
         return sum(1 for c in self.checks if c.status is status)
 
     @property
+    def failed_fixes(self) -> int:
+        return sum(1 for f in self.fixes if f.status == "failed")
+
+    @property
     def exit_code(self) -> int:
+        """1 with an error (a warning too with ``--strict``) or a fix that failed."""
         if self.error is not None:
             return exit_code_for(self.error)
         failing = self.count(ERROR) + (self.count(WARNING) if self.strict else 0)
-        return EXIT_CONFLICT if failing else EXIT_OK
+        return EXIT_CONFLICT if failing or self.failed_fixes else EXIT_OK
 
 
 # --------------------------------------------------------------------------------- checks
@@ -254,67 +264,64 @@ def check_index(index: str, project: str | None = None) -> list[Check]:
     return checks
 
 
-def _git(args: list[str], cwd: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")}
-    env["GIT_OPTIONAL_LOCKS"] = "0"
-    # Reading the index runs a configured fsmonitor hook (any command): never ask for it.
-    # Paths git prints are bytes: decode them as the os module does.
-    return subprocess.run(["git", "-c", "core.fsmonitor=false", "-C", cwd, *args],
-                          capture_output=True, text=True, errors="surrogateescape",
-                          env=env, timeout=GIT_TIMEOUT, check=False)
-
-
-def check_git_ignore(checkout: str, project: str, label: str) -> Check | None:
-    """Whether git ignores ``.agents/memory`` in ``checkout``; ``None`` outside git.  A git
-    that is missing, cannot run or does not answer within :data:`GIT_TIMEOUT` is a finding
-    for this checkout, never the end of doctor."""
+def check_git_ignore(checkout: str, project: str, label: str
+                     ) -> tuple[Check | None, GitCheckout | None]:
+    """The ``git.ignore`` check of ``checkout`` (``None`` outside git) and what git said
+    about it.  A git that is missing, cannot run or does not answer within
+    :data:`aikito_mem.doctor_git.GIT_TIMEOUT` is a finding for this checkout, never the
+    end of doctor."""
     where = f"checkout {label} ({checkout})"
     try:
-        return _git_ignore(checkout, project, where)
+        state = doctor_git.inspect(checkout, project, label)
     except FileNotFoundError:
         return Check("git.ignore", OK, f"{where}: git is not installed; not checked",
-                     path=checkout, project=project)
+                     path=checkout, project=project), None
     except subprocess.TimeoutExpired as exc:
         question = " ".join(str(a) for a in exc.cmd[5:]) if isinstance(exc.cmd, list) else ""
         return Check("git.ignore", WARNING,
-                     f"{where}: git did not answer within {GIT_TIMEOUT:g} s (git {question}); "
-                     "not checked",
+                     f"{where}: git did not answer within {doctor_git.GIT_TIMEOUT:g} s "
+                     f"(git {question}); not checked",
                      remedy=f"check that git works there: git -C '{checkout}' status",
-                     path=checkout, project=project)
+                     path=checkout, project=project), None
+    except doctor_git.GitFailed as exc:
+        return Check("git.ignore", WARNING, f"{where}: git check-ignore failed ({exc})",
+                     path=checkout, project=project), None
     except OSError as exc:
         return Check("git.ignore", WARNING, f"{where}: git could not be run ({exc})",
-                     path=checkout, project=project)
+                     path=checkout, project=project), None
+    if state is None:
+        return None, None
+    return git_check(state), state
 
 
-def _git_ignore(checkout: str, project: str, where: str) -> Check | None:
-    inside = _git(["rev-parse", "--is-inside-work-tree"], checkout)
-    if inside.returncode != 0 or inside.stdout.strip() != "true":
-        return None
-    # The trailing slash lets a directory pattern match before .agents/memory exists.
-    ignored = _git(["check-ignore", "-q", EXCLUDE_LINE], checkout)
-    if ignored.returncode == 0:
-        return Check("git.ignore", OK, f"{where}: git ignores {MEMORY_DIR}", path=checkout,
-                     project=project)
-    if ignored.returncode != 1:
-        why = ignored.stderr.strip() or f"exit {ignored.returncode}"
-        return Check("git.ignore", WARNING, f"{where}: git check-ignore failed ({why})",
-                     path=checkout, project=project)
-    found = _git(["rev-parse", "--git-path", "info/exclude"], checkout)
-    exclude = found.stdout.strip() if found.returncode == 0 and found.stdout.strip() else \
-        ".git/info/exclude"
-    exclude = os.path.normpath(os.path.join(checkout, exclude))
+def git_check(state: GitCheckout) -> Check:
+    """The ``git.ignore`` check of one checkout git answered about."""
+    where, project = state.where, state.project
+    if not state.missing:
+        return Check("git.ignore", OK, f"{where}: git ignores {' and '.join(ENTRIES)}",
+                     path=state.checkout, project=project)
+    missing = " and ".join(state.missing)
+    if state.overridden:
+        listed = " and ".join(state.overridden)
+        return Check(
+            "git.ignore", WARNING,
+            f"{where}: git does not ignore {missing}, although {state.exclude} lists "
+            f"{listed}: a rule of a .gitignore file re-includes it",
+            remedy=f"remove the '!' rule that re-includes {listed} from the checkout's "
+            ".gitignore files", path=state.exclude, project=project)
+    lines = "\\n".join(state.missing)
     return Check(
         "git.ignore", WARNING,
-        f"{where}: git does not ignore {MEMORY_DIR} — its links (absolute paths of this "
-        "machine) show up in git status and can be committed",
-        remedy=f"add the line {EXCLUDE_LINE} to {exclude}: "
-        f"echo '{EXCLUDE_LINE}' >> '{exclude}'",
-        path=exclude, project=project,
-    )
+        f"{where}: git does not ignore {missing} — the links there (absolute paths of "
+        "this machine) show up in git status and can be committed",
+        remedy=f"aikito doctor --fix (appends {missing} to {state.exclude}), or: "
+        f"printf '{lines}\\n' >> '{state.exclude}'",
+        path=state.exclude, project=project)
 
 
 def _notes_checks(ws_root: str, name: str) -> list[Check]:
+    """The project's notes directory, when it has one.  A project without notes (nothing
+    at the notes location of [S2]) is fine: an ``ok`` check, shown with ``-v``."""
     from aikito_mem.resources import notes_sources
 
     current, legacy = notes_sources(ws_root, name)
@@ -323,11 +330,11 @@ def _notes_checks(ws_root: str, name: str) -> list[Check]:
     checks: list[Check] = []
     chosen = current if pm_exists else legacy
     remedy = f"mkdir -p {current}"
-    if not pm_exists and not os.path.lexists(legacy):
-        checks.append(Check("notes.dir", WARNING,
-                            f"project {name} has no notes directory (neither {current} nor "
-                            f"the legacy {legacy}): agents have nowhere to keep its notes",
-                            remedy=remedy, path=current, project=name))
+    if not os.path.lexists(chosen):
+        legacy_too = "" if pm_exists else f" (nor at the legacy {legacy})"
+        checks.append(Check("notes.dir", OK,
+                            f"project {name} has no notes at {current}{legacy_too}; to give "
+                            f"it some: {remedy}", path=current, project=name))
     else:
         checks.append(_dir_check("notes.dir", chosen, f"project {name} notes directory",
                                  project=name, missing=WARNING, missing_remedy=remedy))
@@ -349,16 +356,19 @@ def _notes_checks(ws_root: str, name: str) -> list[Check]:
 
 # ---------------------------------------------------------------------------------- run
 
+#: One checkout's ``git.ignore`` check and what git said about it (``None``: no answer).
+GitEntry = tuple[Check, GitCheckout | None]
+
 
 def _project_checks(config: Any, ws_root: str, observer: Any,
-                    indexes: dict[str, str | None]) -> tuple[list[Check], list[Check]]:
+                    indexes: dict[str, str | None]) -> tuple[list[Check], list[GitEntry]]:
     """The checks of one loaded project, and its git checks (listed last)."""
     from aikito_mem import checkouts as _checkouts
     from aikito_mem.model import CheckoutState
 
     name = config.name
     checks: list[Check] = []
-    git_checks: list[Check] = []
+    git_checks: list[GitEntry] = []
     try:
         slots = _checkouts.slots(config, observer)
     except (OSError, ValueError) as exc:  # a path the system refuses (NUL byte, …)
@@ -382,15 +392,37 @@ def _project_checks(config: Any, ws_root: str, observer: Any,
     for slot in slots:
         if slot.state is not CheckoutState.ACTIVE:
             continue
-        found = check_git_ignore(slot.path, name, slot.label)
+        found, state = check_git_ignore(slot.path, name, slot.label)
         if found is not None:
-            git_checks.append(found)
+            git_checks.append((found, state))
     return checks, git_checks
 
 
-def run(workspace: str | None, *, strict: bool = False,
-        environ: Mapping[str, str] | None = None) -> DoctorReport:
-    """Every check of the workspace (``None``: discovery).  Writes nothing."""
+def _fix(git_checks: list[GitEntry], *, dry_run: bool
+         ) -> tuple[list[GitEntry], tuple[Fix, ...]]:
+    """``--fix``: the exclude lines each repository misses, appended (or only planned);
+    the checkouts whose exclude file was written are asked again."""
+    fixes = doctor_git.plan_fixes(state for _, state in git_checks if state is not None)
+    if dry_run or not fixes:
+        return git_checks, fixes
+    fixes = tuple(doctor_git.apply_fix(f) for f in fixes)
+    written = {f.path for f in fixes if f.status == "applied"}
+    again: list[GitEntry] = []
+    for check, state in git_checks:
+        if state is not None and state.exclude in written:
+            found, state = check_git_ignore(state.checkout, state.project, state.label)
+            if found is not None:
+                again.append((found, state))
+            continue
+        again.append((check, state))
+    return again, fixes
+
+
+def run(workspace: str | None, *, strict: bool = False, fix: bool = False,
+        dry_run: bool = False, environ: Mapping[str, str] | None = None) -> DoctorReport:
+    """Every check of the workspace (``None``: discovery).  Writes nothing — except, with
+    ``fix`` and without ``dry_run``, the exclude lines of :mod:`aikito_mem.doctor_git`;
+    the checks then describe the fixed state."""
     from aikito_mem.discovery import resolve_workspace
     from aikito_mem.observe import Observer
     from aikito_mem.projects import list_projects, load_project_config
@@ -402,7 +434,7 @@ def run(workspace: str | None, *, strict: bool = False,
     except ConfigError as exc:
         return DoctorReport(None, None, strict,
                             (Check("workspace.source", ERROR, exc.message, path=exc.path),),
-                            error=exc)
+                            error=exc, fix=fix, dry_run=dry_run)
     checks: list[Check] = [_workspace_check(ws, env)]
     memory_root = f"{ws.root}/memory"
     configs = []
@@ -426,7 +458,7 @@ def run(workspace: str | None, *, strict: bool = False,
         for index in _index_files(memory_root):
             indexes[index] = None
     observer = Observer()
-    git_checks: list[Check] = []
+    git_checks: list[GitEntry] = []
     for config in configs:
         own, git = _project_checks(config, ws.root, observer, indexes)
         checks.extend(own)
@@ -437,5 +469,9 @@ def run(workspace: str | None, *, strict: bool = False,
 
     checks.extend(conflict_marker_checks(configs, ws.root))
     checks.extend(shared_checkout_checks(configs, observer))
-    checks.extend(git_checks)
-    return DoctorReport(ws.root, ws.found_via, strict, tuple(checks))
+    fixes: tuple[Fix, ...] = ()
+    if fix:
+        git_checks, fixes = _fix(git_checks, dry_run=dry_run)
+    checks.extend(check for check, _ in git_checks)
+    return DoctorReport(ws.root, ws.found_via, strict, tuple(checks), fix=fix,
+                        dry_run=dry_run, fixes=fixes)

@@ -8,7 +8,8 @@ only renders a report and exits with its code.
 - a dry run of a blocked plan is refused as a whole: :class:`ConflictError`, outcome
   ``blocked``, exit 1 — nothing would be written ([P3], [E1]);
 - a dry run otherwise is ``planned``, exit 0 — or exit 7 with ``--check`` when the plan
-  has changes to make (a registration included);
+  has changes to make (a registration included); ``--check`` with nothing pending is
+  ``unchanged``, exit 0;
 - a real run reports the executor's outcome (``applied`` / ``unchanged``), exit 0;
 - an error reports its own outcome word and exit code (:mod:`aikito_mem.errors`);
 - a signal noticed after the work turns any report into ``interrupted`` (exit 130/143),
@@ -66,7 +67,10 @@ def dry_run_report(plan: Plan, *, check: bool = False) -> SyncReport:
         )
         return SyncReport(plan.project, plan.workspace, True, Outcome.BLOCKED, EXIT_CONFLICT,
                           plan=plan, error=error)
-    code = EXIT_PENDING if check and plan.has_changes else EXIT_OK
+    if check and not plan.has_changes:  # SPEC §9: `--check` with nothing pending
+        return SyncReport(plan.project, plan.workspace, True, Outcome.UNCHANGED, EXIT_OK,
+                          plan=plan)
+    code = EXIT_PENDING if check else EXIT_OK
     return SyncReport(plan.project, plan.workspace, True, Outcome.PLANNED, code, plan=plan)
 
 

@@ -132,11 +132,31 @@ def _raise_not_found(name: str, project_dir: str, config_path: str) -> NoReturn:
     else:
         found = "found nothing"
         remedy = "create agent.toml there or check the project name"
+    hint = _other_projects(os.path.dirname(os.path.dirname(project_dir)), name)
     raise ProjectNotFoundError(
-        f"project {name!r} not found: expected {config_path}, {found} — {remedy}",
+        f"project {name!r} not found: expected {config_path}, {found} — {remedy}{hint}",
         project=name,
         path=config_path,
     )
+
+
+def _other_projects(workspace_root: str, name: str) -> str:
+    """``; did you mean 'demo'? the projects of this workspace: demo, web`` — or ``""``
+    when the workspace lists no project (or cannot be listed)."""
+    import difflib
+
+    try:
+        names = [n for n in list_projects(workspace_root) if n != name]
+    except ConfigError:
+        return ""
+    if not names:
+        return ""
+    folded = {n.casefold(): n for n in names}
+    close = difflib.get_close_matches(name.casefold(), list(folded), n=1, cutoff=0.6)
+    guess = f"; did you mean {folded[close[0]]!r}?" if close else ";"
+    shown = ", ".join(names[:20]) + (f", … ({len(names) - 20} more)" if len(names) > 20
+                                     else "")
+    return f"{guess} the projects of this workspace: {shown}"
 
 
 def read_config_bytes(workspace_root: str, name: str) -> tuple[bytes, str, str]:

@@ -211,7 +211,7 @@ def test_check_exit_codes(env: Env) -> None:
     assert not env.mem().exists()
     assert env.sync("demo").exit_code == 0
     code, doc = env.json("demo", "--check")
-    assert (code, doc["outcome"]) == (0, "planned")
+    assert (code, doc["outcome"]) == (0, "unchanged")
     check_document(doc, 0)
     assert env.sync("demo", "--check").exit_code == 0
 
@@ -434,7 +434,7 @@ def test_python_m_real_sync_then_check(env: Env) -> None:
     assert os.readlink(env.mem("glossary.md")) == f"{env.ws}/memory/glossary.md"
     check = subprocess.run([*base, "--check"], capture_output=True, text=True, timeout=60)
     assert check.returncode == 0
-    assert one_json(check.stdout)["outcome"] == "planned"
+    assert one_json(check.stdout)["outcome"] == "unchanged"
     bad = subprocess.run([sys.executable, "-m", "aikito_mem", "--workspace",
                           str(env.base / "nowhere"), "sync", "project", "demo"],
                          capture_output=True, text=True, timeout=60)

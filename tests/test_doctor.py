@@ -118,15 +118,33 @@ def test_notes_dir_checks(tmp_path: Path) -> None:
     [notes] = checks(run(str(ws)), "notes.dir")
     assert notes.status == "ok" and notes.project == "demo"
     (ws / "projects" / "demo" / "memory" / "notes").rmdir()
-    [notes] = checks(run(str(ws)), "notes.dir")
-    assert notes.status == "warning" and "mkdir -p" in notes.remedy
     (ws / "projects" / "demo" / "memory" / "notes").write_text("")
     d = run(str(ws))
     [notes] = checks(d, "notes.dir")
     assert notes.status == "error" and d.exit_code == 1
-    shutil.rmtree(ws / "projects" / "demo" / "memory")
+    (ws / "projects" / "demo" / "memory" / "notes").unlink()
+    (ws / "projects" / "demo" / "memory" / "notes").symlink_to(tmp_path / "gone")
     [notes] = checks(run(str(ws)), "notes.dir")
-    assert notes.status == "warning" and "legacy" in notes.message
+    assert notes.status == "warning" and "mkdir -p" in notes.remedy
+
+
+@pytest.mark.parametrize("where", ["no project memory", "empty project memory"])
+def test_a_project_without_notes_is_fine(tmp_path: Path, where: str) -> None:
+    """A project that simply has no notes (nothing at its notes location, [S2]) is not
+    warned about: an ``ok`` check, listed with ``-v`` only."""
+    ws = make_ws(tmp_path)
+    (ws / "projects" / "demo" / "memory" / "notes").rmdir()
+    if where == "no project memory":
+        (ws / "projects" / "demo" / "memory").rmdir()
+    d = run(str(ws))
+    [notes] = checks(d, "notes.dir")
+    assert notes.status == "ok" and "has no notes" in notes.message
+    assert "mkdir -p" in notes.message and d.exit_code == 0
+    assert run(str(ws), strict=True).exit_code == 0
+    res = doctor(ws)
+    assert "notes.dir" not in res.stdout and res.stdout.splitlines()[-1] == \
+        "doctor: 4 ok, 0 warnings, 0 errors"
+    assert "has no notes" in doctor(ws, "-v").stdout
 
 
 def test_unwritable_directories(tmp_path: Path) -> None:
@@ -230,15 +248,23 @@ def test_git_ignore_checkout_and_worktree(tmp_path: Path) -> None:
     exclude = f"{repo.resolve()}/.git/info/exclude"
     for c in found:
         assert c.status == "warning"
+        assert "git does not ignore .agents/memory/ and .agents/skills/" in c.message
         assert c.path == exclude  # the worktree shares the main repository's exclude
-        assert c.remedy == (f"add the line .agents/memory/ to {exclude}: "
-                               f"echo '.agents/memory/' >> '{exclude}'")
+        assert c.remedy == (
+            f"aikito doctor --fix (appends .agents/memory/ and .agents/skills/ to "
+            f"{exclude}), or: printf '.agents/memory/\\n.agents/skills/\\n' >> '{exclude}'")
     assert d.exit_code == 0 and run(str(ws), strict=True).exit_code == 1
     with open(exclude, "a") as fh:
         fh.write(".agents/memory/\n")
     found = checks(run(str(ws)), "git.ignore")
+    assert [c.status for c in found] == ["warning", "warning"]
+    assert all("does not ignore .agents/skills/ —" in c.message for c in found)
+    with open(exclude, "a") as fh:
+        fh.write(".agents/skills/\n")
+    found = checks(run(str(ws)), "git.ignore")
     assert [c.status for c in found] == ["ok", "ok"]
-    assert all("git ignores .agents/memory" in c.message for c in found)
+    assert all("git ignores .agents/memory/ and .agents/skills/" in c.message
+               for c in found)
 
 
 @pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
@@ -395,7 +421,7 @@ def test_a_git_that_blocks_is_a_finding_for_its_checkout(
     """``doctor`` died with a ``TimeoutExpired`` traceback when a git call blocked (only
     the first question was guarded): each question has a time limit, and a git that does
     not answer is a warning for that checkout; every other check still runs."""
-    import aikito_mem.doctor
+    import aikito_mem.doctor_git
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -404,7 +430,7 @@ def test_a_git_that_blocks_is_a_finding_for_its_checkout(
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("BLOCK_ON", question)
-    monkeypatch.setattr(aikito_mem.doctor, "GIT_TIMEOUT", 0.2)
+    monkeypatch.setattr(aikito_mem.doctor_git, "GIT_TIMEOUT", 0.2)
     co = tmp_path / "co"
     co.mkdir()
     ws = make_ws(tmp_path, [co])
@@ -459,3 +485,239 @@ def test_checkout_paths_that_cannot_be_examined_are_an_error_of_their_project(
     assert configs["odd"].status == "error" and "embedded null byte" in configs["odd"].message
     assert configs["demo"].status == "ok"
     assert report.exit_code == 1
+
+
+# ------------------------------------------------------------------------- doctor --fix
+
+
+def repo_and_worktree(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A git repository, a second checkout of it (``git worktree add``), and a workspace
+    registering both; returns (repo, worktree, workspace)."""
+    repo, wt = tmp_path / "repo", tmp_path / "wt"
+    repo.mkdir()
+    git("init", "-q", cwd=repo)
+    (repo / "README").write_text("r\n")
+    git("add", "README", cwd=repo)
+    git("commit", "-q", "-m", "init", cwd=repo)
+    git("worktree", "add", "-q", str(wt), cwd=repo)
+    return repo, wt, make_ws(tmp_path, [repo, wt])
+
+
+def porcelain(checkout: Path) -> list[str]:
+    proc = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
+                          cwd=checkout, capture_output=True, text=True, check=True)
+    return proc.stdout.splitlines()
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
+def test_fix_appends_each_line_once_per_repository(tmp_path: Path) -> None:
+    repo, wt, ws = repo_and_worktree(tmp_path)
+    exclude = repo.resolve() / ".git" / "info" / "exclude"
+    original = exclude.read_bytes()
+    res = doctor(ws, "--fix")
+    assert res.exit_code == 0, res.output
+    assert res.stdout.splitlines()[1] == (
+        f"fixed    git.ignore        added .agents/memory/ and .agents/skills/ to {exclude} "
+        "(read by 2 checkouts)")
+    assert res.stdout.splitlines()[-1] == "doctor: 6 ok, 0 warnings, 0 errors; 1 fix applied"
+    data = exclude.read_bytes()
+    assert data.startswith(original)  # nothing rewritten: appended
+    assert data[len(original):] == (
+        b"# runtime links of aikito (paths of this machine): aikito doctor --fix\n"
+        b".agents/memory/\n.agents/skills/\n")
+    assert [c.status for c in checks(run(str(ws)), "git.ignore")] == ["ok", "ok"]
+    # Idempotent: a second --fix finds nothing to do and writes nothing.
+    again = doctor(ws, "--fix")
+    assert again.stdout.splitlines()[-1] == "doctor: 6 ok, 0 warnings, 0 errors; nothing to fix"
+    assert exclude.read_bytes() == data
+    # After a sync, git status shows nothing under .agents/ in either checkout.
+    from aikito_mem.api import Project
+
+    (ws / "memory" / "style.md").write_text("s\n")
+    Project.load("demo", str(ws)).sync()
+    assert os.path.islink(repo / ".agents" / "memory" / "style.md")
+    assert os.path.islink(wt / ".agents" / "memory" / "style.md")
+    for checkout in (repo, wt):
+        assert not [line for line in porcelain(checkout) if ".agents/" in line]
+    assert data.count(b".agents/memory/\n") == data.count(b".agents/skills/\n") == 1
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
+def test_without_fix_git_status_shows_the_links(tmp_path: Path) -> None:
+    """The reason for the fix: after a sync, an unignored runtime tree is untracked."""
+    repo, _wt, ws = repo_and_worktree(tmp_path)
+    from aikito_mem.api import Project
+
+    Project.load("demo", str(ws)).sync()
+    assert "?? .agents/memory/style.md" in porcelain(repo)
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
+def test_fix_dry_run_writes_nothing(tmp_path: Path) -> None:
+    repo, _wt, ws = repo_and_worktree(tmp_path)
+    exclude = repo.resolve() / ".git" / "info" / "exclude"
+    before = snapshot(tmp_path)
+    res = doctor(ws, "--fix", "--dry-run")
+    assert res.exit_code == 0
+    assert res.stdout.splitlines()[1] == (
+        f"to fix   git.ignore        would add .agents/memory/ and .agents/skills/ to "
+        f"{exclude} (read by 2 checkouts)")
+    assert res.stdout.splitlines()[-1] == (
+        "doctor: 4 ok, 2 warnings, 0 errors; 1 fix to apply (--dry-run)")
+    doc = json.loads(doctor(ws, "--fix", "--dry-run", "--json").stdout)
+    assert (doc["fix"], doc["dry_run"]) == (True, True)
+    assert doc["fixes"] == [{
+        "id": "git.ignore", "status": "planned",
+        "message": f"would add .agents/memory/ and .agents/skills/ to {exclude} "
+                   "(read by 2 checkouts)",
+        "path": str(exclude), "lines": [".agents/memory/", ".agents/skills/"],
+        "checkouts": [str(repo.resolve()), str((tmp_path / "wt").resolve())],
+        "error": None}]
+    assert snapshot(tmp_path) == before
+    plain = json.loads(doctor(ws, "--json").stdout)
+    assert (plain["fix"], plain["dry_run"], plain["fixes"]) == (False, False, [])
+    assert snapshot(tmp_path) == before
+
+
+def test_dry_run_without_fix_is_a_usage_error(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path)
+    res = doctor(ws, "--dry-run")
+    assert res.exit_code == 2
+    assert "--dry-run goes with --fix" in res.stderr
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
+def test_fix_appends_only_what_is_missing_after_a_last_line_without_newline(
+        tmp_path: Path) -> None:
+    repo, _wt, ws = repo_and_worktree(tmp_path)
+    exclude = repo.resolve() / ".git" / "info" / "exclude"
+    exclude.write_bytes(b"*.log\n.agents/memory/\n# mine, no newline")
+    assert doctor(ws, "--fix").exit_code == 0
+    assert exclude.read_bytes() == (
+        b"*.log\n.agents/memory/\n# mine, no newline\n"
+        b"# runtime links of aikito (paths of this machine): aikito doctor --fix\n"
+        b".agents/skills/\n")
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
+def test_fix_creates_a_missing_exclude_file_and_info_directory(tmp_path: Path) -> None:
+    repo, _wt, ws = repo_and_worktree(tmp_path)
+    info = repo.resolve() / ".git" / "info"
+    (info / "exclude").unlink()
+    info.rmdir()
+    assert doctor(ws, "--fix").exit_code == 0
+    assert (info / "exclude").read_text().splitlines()[1:] == [
+        ".agents/memory/", ".agents/skills/"]
+    assert oct((info / "exclude").stat().st_mode & 0o777) == oct(0o644 & ~_umask())
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
+@pytest.mark.parametrize("where", ["exclude", "info"])
+def test_fix_never_writes_through_a_symlink(tmp_path: Path, where: str) -> None:
+    """An exclude file (or ``info`` directory) that is a symlink is refused: the fix
+    fails (exit 1) and the file it points to is unchanged."""
+    repo, _wt, ws = repo_and_worktree(tmp_path)
+    info = repo.resolve() / ".git" / "info"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "exclude").write_text("precious\n")
+    if where == "exclude":
+        (info / "exclude").unlink()
+        (info / "exclude").symlink_to(elsewhere / "exclude")
+    else:
+        (info / "exclude").unlink()
+        info.rmdir()
+        info.symlink_to(elsewhere)
+    before = snapshot(elsewhere)
+    res = doctor(ws, "--fix", "--json")
+    assert res.exit_code == 1
+    [fix] = json.loads(res.stdout)["fixes"]
+    assert fix["status"] == "failed"
+    assert "symlink; aikito never writes through one" in fix["error"]
+    assert snapshot(elsewhere) == before
+    text = doctor(ws, "--fix")
+    assert text.stdout.splitlines()[1].startswith(
+        f"failed   git.ignore        could not add .agents/memory/ and .agents/skills/ to "
+        f"{info / 'exclude'}: ")
+    assert text.stdout.splitlines()[-1].endswith("; 1 fix failed")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_fix_refuses_an_exclude_file_that_is_not_a_regular_file(tmp_path: Path,
+                                                                 kind: str) -> None:
+    """A FIFO (git itself blocks on one: doctor reports that git did not answer) or a
+    directory at ``info/exclude`` is refused at once (non-blocking open), never written."""
+    from aikito_mem.doctor_git import Fix, apply_fix
+
+    info = tmp_path / "info"
+    info.mkdir()
+    exclude = info / "exclude"
+    if kind == "fifo":
+        os.mkfifo(exclude)
+    else:
+        exclude.mkdir()
+    fixed = apply_fix(Fix(str(exclude), (".agents/memory/",), ("/co",)))
+    assert fixed.status == "failed"
+    assert fixed.error is not None
+    assert ("not a regular file" if kind == "fifo" else "Is a directory") in fixed.error
+    assert fixed.message.startswith(f"could not add .agents/memory/ to {exclude}: ")
+
+
+def test_fix_appends_only_the_lines_still_missing_when_it_writes(tmp_path: Path) -> None:
+    """The lines present are read again through the descriptor that appends: a line
+    written since the fix was planned (another doctor, the user) is not added twice."""
+    from aikito_mem.doctor_git import COMMENT, Fix, apply_fix
+
+    (tmp_path / "info").mkdir()
+    exclude = tmp_path / "info" / "exclude"
+    exclude.write_text(".agents/memory/\n")
+    fix = Fix(str(exclude), (".agents/memory/", ".agents/skills/"), ("/co",))
+    done = apply_fix(fix)
+    assert (done.status, done.lines) == ("applied", (".agents/skills/",))
+    assert done.message == f"added .agents/skills/ to {exclude}"
+    assert exclude.read_text() == f".agents/memory/\n{COMMENT}\n.agents/skills/\n"
+    again = apply_fix(fix)  # nothing left to add: nothing written
+    assert again.status == "unchanged"
+    assert again.message == f"{exclude} lists .agents/memory/ and .agents/skills/ already"
+    assert exclude.read_text() == f".agents/memory/\n{COMMENT}\n.agents/skills/\n"
+
+
+def test_fix_writes_nothing_after_a_signal(tmp_path: Path) -> None:
+    """[E5]: no write starts after a signal was received."""
+    import signal
+
+    from aikito_mem import signals
+    from aikito_mem.doctor_git import Fix, apply_fix
+    from aikito_mem.errors import InterruptedError_
+
+    info = tmp_path / "info"
+    exclude = info / "exclude"
+    with signals.installed():
+        os.kill(os.getpid(), signal.SIGTERM)
+        with pytest.raises(InterruptedError_):
+            apply_fix(Fix(str(exclude), (".agents/memory/",), ("/co",)))
+    assert not info.exists()  # not even the directory was created
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
+def test_a_gitignore_that_re_includes_is_reported_not_appended_again(tmp_path: Path) -> None:
+    repo, wt, ws = repo_and_worktree(tmp_path)
+    exclude = repo.resolve() / ".git" / "info" / "exclude"
+    assert doctor(ws, "--fix").exit_code == 0
+    data = exclude.read_bytes()
+    (repo / ".gitignore").write_text("!.agents/skills/\n")
+    res = doctor(ws, "--fix", "--json")
+    doc = json.loads(res.stdout)
+    assert doc["fixes"] == [] and exclude.read_bytes() == data
+    [repo_check] = [c for c in doc["checks"]
+                    if c["id"] == "git.ignore" and str(repo.resolve()) in c["message"]]
+    assert repo_check["status"] == "warning"
+    assert "although" in repo_check["message"] and "re-includes" in repo_check["message"]
+    assert [c["status"] for c in doc["checks"] if c["id"] == "git.ignore"
+            and str(wt.resolve()) in c["message"]] == ["ok"]

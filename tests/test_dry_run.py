@@ -276,8 +276,9 @@ def test_cli_dry_run_writes_nothing(
         assert {op["action"] for op in doc["operations"]} >= {"CREATE", "NOOP", "UNLINK", "SKIP"}
         assert ("CONFLICT" in {op["action"] for op in doc["operations"]}) is conflict
     else:
-        assert f"+ {world.m}/team/a.md -> {world.ws}/memory/team/a.md" in result.stdout
-        assert f"- {world.m}/old.md" in result.stdout
+        # SPEC §9: text shows targets relative to the checkout, sources to the workspace.
+        assert "  + team/a.md -> memory/team/a.md\n" in result.stdout
+        assert "  - old.md\n" in result.stdout
         assert f"~ checkout offline: {world.offline}" in result.stdout
 
 
@@ -307,7 +308,7 @@ def test_check_is_zero_when_in_sync_and_writes_nothing(
         text = world.invoke("--check")
     assert check.exit_code == 0, check.output
     doc = json.loads(check.stdout)
-    assert doc["outcome"] == "planned"
+    assert doc["outcome"] == "unchanged"  # SPEC §9: --check with nothing pending
     assert doc["summary"]["create"] == doc["summary"]["unlink"] == 0
     assert text.exit_code == 0
     assert snapshot(*world.roots()) == before

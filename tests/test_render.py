@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import click
 import pytest
 from click.testing import CliRunner, Result
 
@@ -110,8 +113,8 @@ def test_sync_dry_run_prints_exactly_the_plan(world: WS) -> None:
     assert shown(world, res.stdout) == [
         "project demo — workspace <base>/ws",
         "checkout 1: <base>/co/co",
-        "  - <base>/co/co/.agents/memory/old.md",
-        "  + <base>/co/co/.agents/memory/team/a.md -> <base>/ws/memory/team/a.md",
+        "  - old.md",
+        "  + team/a.md -> memory/team/a.md",
         "checkout 2: <base>/offline",
         "  ~ checkout offline: <base>/offline",
         "memory: 1 to create, 1 to unlink, 0 conflicts, 1 unchanged, 2 skipped "
@@ -133,8 +136,8 @@ def test_sync_prints_the_plan_then_what_was_done(world: WS) -> None:
     assert shown(world, again.stdout) == [
         "project demo — workspace <base>/ws",
         "checkout 1: <base>/co/co",
-        "  = <base>/co/co/.agents/memory/glossary.md -> <base>/ws/memory/glossary.md",
-        "  = <base>/co/co/.agents/memory/team/a.md -> <base>/ws/memory/team/a.md",
+        "  = glossary.md -> memory/glossary.md",
+        "  = team/a.md -> memory/team/a.md",
         "checkout 2: <base>/offline",
         "  ~ checkout offline: <base>/offline",
         "memory: 0 to create, 0 to unlink, 0 conflicts, 2 unchanged, 2 skipped "
@@ -160,11 +163,11 @@ def test_sync_registration_is_announced_and_reported(ws: WS) -> None:
     assert res.exit_code == 0, res.output
     assert shown(ws, res.stdout) == [
         "project demo — workspace <base>/ws (<base>/co/co will be registered in "
-        "<base>/ws/projects/demo/agent.toml)",
+        "projects/demo/agent.toml)",
         "checkout explicit: <base>/co/co",
-        "  + <base>/co/co/.agents/memory/a.md -> <base>/ws/memory/a.md",
+        "  + a.md -> memory/a.md",
         "memory: 1 to create, 0 to unlink, 0 conflicts, 0 unchanged, 0 skipped",
-        "registered <base>/co/co in <base>/ws/projects/demo/agent.toml",
+        "registered <base>/co/co in projects/demo/agent.toml",
         "done: 1 change applied",
     ]
     assert co in Path(cfg).read_text()
@@ -232,7 +235,15 @@ def test_a_conflict_line_names_target_reason_and_remedy(world: WS) -> None:
     (op,) = [o for o in doc["operations"] if o["action"] == "CONFLICT"]
     assert op["target"] == world.runtime(co, "glossary.md") and op["target"] in op["remedy"]
     bangs = [x for x in res.stdout.splitlines() if x.lstrip().startswith("!")]
-    assert bangs == [f"  ! {op['target']}: {op['reason']} ({op['remedy']})"]
+    # Text shows paths relative (SPEC §9); the document keeps them absolute.
+    assert bangs == [
+        "  ! glossary.md: found a regular file; expected a symlink to "
+        "'memory/glossary.md' (aikito adopt .agents/memory/glossary.md (replaces it with "
+        "the link when it is an identical copy of memory/glossary.md; shows the "
+        "differences otherwise), or move it out of the way, or remove 'glossary.md' from "
+        "memory in projects/demo/agent.toml)"]
+    assert op["reason"] == f"found a regular file; expected a symlink to " \
+        f"{world.memory_path('glossary.md')!r}"
     assert res.stdout.splitlines()[-1] == (
         "memory: 1 to create, 1 to unlink, 1 conflict, 0 unchanged, 2 skipped "
         "(1 checkout offline)")
@@ -240,40 +251,380 @@ def test_a_conflict_line_names_target_reason_and_remedy(world: WS) -> None:
         "written — resolve each as it says and run again\n"
 
 
+# --------------------------------------------------------------------- relative paths
+
+
+def _op(target: str, segment: Any = None) -> Any:
+    from aikito_mem.model import Action, Operation, SegmentName
+
+    return Operation(Action.CREATE, "INV-MEM-01", "/co", target, "target missing",
+                     segment=segment or SegmentName.MEMORY)
+
+
+def test_paths_relative_to_checkout_and_workspace() -> None:
+    from aikito_mem.model import SegmentName
+    from aikito_mem.render.paths import Paths
+
+    paths = Paths("/ws", "/co")
+    assert paths.target(_op("/co/.agents/memory/team/a.md")) == "team/a.md"
+    assert paths.target(_op("/co/.agents")) == ".agents"
+    assert paths.target(_op("/co")) == "/co"  # the checkout itself: its header's path
+    assert paths.target(_op("/elsewhere/x")) == "/elsewhere/x"
+    assert paths.target(_op("/co/.agents/skills/review", SegmentName.SKILLS)) == \
+        ".agents/skills/review"
+    assert paths.target(_op("/co/AGENTS.md", SegmentName.INSTRUCTIONS)) == "AGENTS.md"
+    assert paths.source("/ws/memory/a.md") == "memory/a.md"
+    assert paths.source("/wsx/memory/a.md") == "/wsx/memory/a.md"
+    assert paths.text("move /co/.agents/memory/a out of the way, or edit "
+                      "'/ws/projects/p/agent.toml' (/co/x) /co") == \
+        "move .agents/memory/a out of the way, or edit 'projects/p/agent.toml' (x) /co"
+
+
+def test_paths_never_cut_into_another_path() -> None:
+    from aikito_mem.render.paths import Paths
+
+    paths = Paths("/ws", "/co")
+    # /co/ inside /srv/co/… or /ws/ inside /x/ws/… is another path: kept whole.
+    assert paths.text("found /srv/co/a and /x/ws/b") == "found /srv/co/a and /x/ws/b"
+    # A checkout or workspace at the filesystem root is never a base.
+    assert Paths("/", "/").text("see /etc/x") == "see /etc/x"
+    # The nearer (longer) base wins: a workspace inside a checkout.
+    assert Paths("/co/ws", "/co").text("at /co/ws/memory/a and /co/b") == \
+        "at memory/a and b"
+
+
+def test_a_pruned_directory_is_listed_after_the_links_it_contained(ws: WS) -> None:
+    """[P2]: ``team/`` is removed after ``team/a.md`` and ``team/b.md`` (it only becomes
+    empty then); the text lists it in that order, the document keeps the plan's order."""
+    ws.add_file("keep.md", "k")
+    co = ws.checkout("co")
+    ws.write_config("demo", memory=["keep.md"], paths=[co])
+    os.makedirs(ws.runtime(co, "team"))
+    for name in ("team/a.md", "team/b.md", "zz.md"):
+        os.symlink(ws.memory_path(name), ws.runtime(co, name))
+    res = run(ws, "sync", "project", "demo", "--dry-run")
+    assert res.exit_code == 0, res.output
+    assert shown(ws, res.stdout)[2:6] == [
+        "  + keep.md -> memory/keep.md",
+        "  - team/a.md",
+        "  - team/b.md",
+        "  - team/",
+    ]
+    assert shown(ws, res.stdout)[6] == "  - zz.md"
+    done = run(ws, "sync", "project", "demo")
+    assert shown(ws, done.stdout)[2:7] == shown(ws, res.stdout)[2:7]
+    assert not os.path.lexists(ws.runtime(co, "team"))
+
+
+def test_findings_of_a_checkout_are_listed_in_its_block_relative(world: WS) -> None:
+    co = f"{world.checkouts_dir}/co"
+    open(world.runtime(co, ".DS_Store"), "w").close()
+    res = run(world, "sync", "project", "demo", "--dry-run")
+    lines = shown(world, res.stdout)
+    assert lines[4] == ("  warning: preserved .agents/memory/.DS_Store: a regular file that "
+                        "aikito did not create; it is left untouched (remove it yourself if "
+                        "it is not needed)")
+    assert lines[5] == "checkout 2: <base>/offline"
+    doc = json.loads(run(world, "sync", "project", "demo", "--dry-run", "--json").stdout)
+    assert doc["findings"][0]["path"] == world.runtime(co, ".DS_Store")
+    assert world.runtime(co, ".DS_Store") in doc["findings"][0]["message"]
+
+
+def test_json_keeps_absolute_paths(world: WS) -> None:
+    doc = json.loads(run(world, "sync", "project", "demo", "--dry-run", "--json").stdout)
+    co = f"{world.checkouts_dir}/co"
+    create = next(op for op in doc["operations"] if op["action"] == "CREATE")
+    assert create["target"] == world.runtime(co, "team/a.md")
+    assert create["source"] == world.memory_path("team/a.md")
+
+
+# ------------------------------------------------------------------- closing lines
+
+
+def test_every_checkout_offline_says_nothing_was_synced(ws: WS) -> None:
+    ws.add_file("a.md", "a")
+    ws.write_config("demo", memory=["a.md"], paths=[f"{ws.base}/gone"])
+    res = run(ws, "sync", "project", "demo")
+    assert res.exit_code == 0
+    assert shown(ws, res.stdout)[-1] == (
+        "warning: nothing was synced: its only checkout is offline (project demo) — plug "
+        "in or clone a checkout, then sync again")
+    assert json.loads(run(ws, "sync", "project", "demo", "--json").stdout)["outcome"] == \
+        "unchanged"
+    quiet = run(ws, "sync", "project", "demo", "-q")
+    assert quiet.stdout.splitlines()[-1].startswith("warning: nothing was synced:")
+    dry = run(ws, "sync", "project", "demo", "--dry-run")
+    assert dry.stdout.splitlines()[-1].startswith("warning: nothing to sync: its only ")
+    ws.write_config("demo", memory=["a.md"], paths=[f"{ws.base}/gone", f"{ws.base}/gone2"])
+    two = run(ws, "sync", "project", "demo")
+    assert two.stdout.splitlines()[-1].startswith(
+        "warning: nothing was synced: all 2 of its checkouts are offline (project demo)")
+    ws.write_config("demo", memory=["a.md"], paths=[])
+    none = run(ws, "sync", "project", "demo")
+    assert none.stdout.splitlines()[-1] == (
+        "warning: nothing was synced: project demo has no checkout registered — add one "
+        "with: aikito sync project demo PATH")
+
+
+def test_one_active_checkout_in_sync_is_already_in_sync(world: WS) -> None:
+    assert run(world, "sync", "project", "demo").exit_code == 0
+    res = run(world, "sync", "project", "demo")  # the offline checkout does not matter
+    assert res.stdout.splitlines()[-1] == "done: already in sync, nothing to do"
+
+
+def test_out_says_where_the_plan_was_saved(world: WS, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    res = run(world, "sync", "project", "demo", "--dry-run", "--out", "my plan.toml")
+    assert res.exit_code == 0, res.output
+    assert res.stdout.splitlines()[-1] == (
+        "dry run: nothing was synced; plan saved to my plan.toml — apply it with: "
+        "aikito apply 'my plan.toml'")
+    assert (tmp_path / "my plan.toml").is_file()
+    quiet = run(world, "sync", "project", "demo", "--check", "-q", "--out", "p2.toml")
+    assert quiet.exit_code == 7
+    assert quiet.stdout.splitlines()[-1] == (
+        "dry run: nothing was synced; plan saved to p2.toml — apply it with: "
+        "aikito apply p2.toml")
+
+
+def test_quiet_still_says_whether_changes_were_applied(world: WS) -> None:
+    res = run(world, "sync", "project", "demo", "-q")
+    assert res.exit_code == 0
+    assert res.stdout.splitlines() == [
+        "memory: 1 to create, 1 to unlink, 0 conflicts, 1 unchanged, 2 skipped "
+        "(1 checkout offline)",
+        "done: 2 changes applied",
+    ]
+    again = run(world, "sync", "project", "demo", "-q")
+    assert again.stdout.splitlines()[-1] == "done: already in sync, nothing to do"
+
+
+def test_check_json_is_unchanged_when_nothing_is_pending(world: WS) -> None:
+    """SPEC §9 outcome words: ``--check`` with changes is ``planned`` (exit 7); with
+    nothing pending ``unchanged`` (exit 0)."""
+    pending = run(world, "sync", "project", "demo", "--check", "--json")
+    assert (pending.exit_code, json.loads(pending.stdout)["outcome"]) == (7, "planned")
+    assert run(world, "sync", "project", "demo").exit_code == 0
+    clean = run(world, "sync", "project", "demo", "--check", "--json")
+    doc = json.loads(clean.stdout)
+    assert (clean.exit_code, doc["outcome"], doc["dry_run"]) == (0, "unchanged", True)
+    assert {op["status"] for op in doc["operations"]} == {"planned"}
+    text = run(world, "sync", "project", "demo", "--check")
+    assert text.stdout.splitlines()[-1] == "dry run: already in sync, nothing to do"
+    # --dry-run keeps `planned`: a dry run is a plan, --check a verdict.
+    dry = json.loads(run(world, "sync", "project", "demo", "--dry-run", "--json").stdout)
+    assert dry["outcome"] == "planned"
+
+
+# -------------------------------------------------------------------- line widths
+
+WIDTH = 100
+DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo.py"
+
+
+def test_every_line_of_the_demo_fits_100_columns(tmp_path: Path) -> None:
+    """``make demo`` run as a user runs it (its temporary directory under /tmp): every
+    line it prints, the JSON document included, fits 100 columns."""
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "AIKITO_DIR")}
+    proc = subprocess.run([sys.executable, str(DEMO)], capture_output=True, text=True,
+                          timeout=300, env={**env, "TMPDIR": "/tmp"})
+    kept = [line.split("rm -r ", 1)[1] for line in proc.stdout.splitlines()
+            if "rm -r " in line]
+    try:
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr == ""
+        lines = proc.stdout.splitlines()
+        assert "  + team/conventions.md -> memory/team/conventions.md" in lines
+        long = [line for line in lines if len(line) > WIDTH]
+        assert not long, long
+    finally:
+        for tmp in kept:
+            shutil.rmtree(tmp.rstrip(")"), ignore_errors=True)
+
+
+@pytest.fixture
+def short_ws() -> Any:
+    """A workspace under a short temporary directory of /tmp (as a home directory is
+    short: ``/home/me``), removed afterwards."""
+    import tempfile
+
+    base = tempfile.mkdtemp(prefix="aikito-", dir="/tmp")
+    try:
+        yield WS(base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_the_text_of_a_realistic_sync_fits_100_columns(short_ws: WS) -> None:
+    """The fixture workspace with checkouts at home-like paths: every text line of a dry
+    run, a sync, a verbose sync and a pruned directory within 100 columns."""
+    ws = short_ws
+    fixture = Path(__file__).resolve().parent.parent / "fixtures" / "workspace" / "memory"
+    shutil.copytree(fixture, ws.root + "/memory", dirs_exist_ok=True)
+    os.makedirs(ws.notes_path("my-project"))
+    laptop = ws.checkout("home/me/code/my-project")
+    worktree = ws.checkout("home/me/code/my-project-feature-branch")
+    refs = ["team/conventions.md", "glossary", "decisions/adr", "style.md"]
+    ws.write_config("my-project", memory=refs,
+                    paths={"laptop": laptop, "feature": worktree,
+                           "server": f"{ws.base}/srv/my-project"})
+    outputs = [run(ws, "sync", "project", "my-project", "--dry-run").stdout,
+               run(ws, "sync", "project", "my-project").stdout,
+               run(ws, "sync", "project", "my-project", "-v").stdout]
+    os.unlink(ws.runtime(laptop, "style.md"))
+    Path(ws.runtime(laptop, "style.md")).write_text("mine\n")
+    ws.write_config("my-project", memory=refs[1:],
+                    paths={"laptop": laptop, "feature": worktree})
+    outputs.append(run(ws, "sync", "project", "my-project", "--dry-run").stdout)
+    for text in outputs:
+        # A conflict line carries the engine's reason and remedy in full (SPEC §9: one
+        # line per conflict); it names no absolute path, everything else fits.
+        long = [line for line in text.splitlines()
+                if len(line) > WIDTH and not line.startswith("  ! ")]
+        assert not long, long
+        assert not [line for line in text.splitlines()
+                    if line.startswith("  ! ") and str(ws.base) in line]
+    assert any("  ! style.md: found a regular file" in t for t in outputs)
+    assert any("  - team/" in t.splitlines() for t in outputs)
+
+
 ANSI = "\x1b["
 
+#: Each command that colours, with arguments that give it something to colour and the
+#: exit code it then has.
+COLOURED = {
+    "sync": (["sync", "project", "demo", "--dry-run"], 1),
+    "status": (["status"], 1),
+    "doctor": (["doctor", "-v"], 0),
+}
 
-@pytest.mark.parametrize("how", ["NO_COLOR", "--no-color", "not a tty"])
-def test_no_colour(world: WS, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+
+def _coloured_world(world: WS) -> None:
     os.unlink(world.memory_path("team/a.md"))  # a conflict: a message on stderr too
-    args = ["sync", "project", "demo", "--dry-run"]
-    if how == "NO_COLOR":
-        monkeypatch.setenv("NO_COLOR", "1")
-        args.append("--color")  # NO_COLOR wins even over --color
-    elif how == "--no-color":
-        args.append("--no-color")
+
+
+@pytest.mark.parametrize("command", sorted(COLOURED))
+@pytest.mark.parametrize(("how", "env", "flag"), [
+    ("NO_COLOR", {"NO_COLOR": "1"}, None),
+    ("TERM=dumb", {"TERM": "dumb"}, None),
+    ("--no-color", {}, "--no-color"),
+    ("not a terminal", {}, None),
+])
+def test_no_colour(world: WS, monkeypatch: pytest.MonkeyPatch, command: str, how: str,
+                   env: dict[str, str], flag: str | None) -> None:
+    """SPEC §9: colour only on a terminal, never with NO_COLOR (or TERM=dumb) or
+    --no-color — for sync, status and doctor alike."""
+    _coloured_world(world)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("TERM", raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    args, code = COLOURED[command]
     # color=True: the runner keeps escape codes, so their absence is the program's doing.
-    res = CliRunner().invoke(cli, ["--workspace", world.root, *args], color=True)
-    assert res.exit_code == 1
+    res = CliRunner().invoke(cli, ["--workspace", world.root, *args,
+                                   *([flag] if flag else [])], color=True)
+    assert res.exit_code == code, res.output
     assert ANSI not in res.output, res.output
 
 
-def test_forced_colour(world: WS) -> None:
-    res = CliRunner().invoke(cli, ["--workspace", world.root, "sync", "project", "demo",
-                                   "--dry-run", "--color"], color=True)
+@pytest.mark.parametrize("command", sorted(COLOURED))
+@pytest.mark.parametrize("env", [{}, {"NO_COLOR": "1"}, {"TERM": "dumb"}],
+                         ids=["plain", "NO_COLOR", "TERM=dumb"])
+def test_forced_colour_wins_over_the_environment(
+        world: WS, monkeypatch: pytest.MonkeyPatch, command: str,
+        env: dict[str, str]) -> None:
+    """SPEC §9: always with --color (an explicit flag wins over the environment)."""
+    _coloured_world(world)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    args, code = COLOURED[command]
+    res = CliRunner().invoke(cli, ["--workspace", world.root, *args, "--color"],
+                             color=True)
+    assert res.exit_code == code, res.output
     assert ANSI in res.stdout
+    # The escape codes only colour: without them the text is the plain text.
+    plain = CliRunner().invoke(cli, ["--workspace", world.root, *args], color=True)
+    assert click.unstyle(res.stdout) == plain.stdout
+
+
+def test_colour_words_of_status_and_doctor(world: WS) -> None:
+    """What is coloured: a status row by its state, a doctor line's status word."""
+    _coloured_world(world)
+    status = CliRunner().invoke(cli, ["--workspace", world.root, "status", "--color"],
+                                color=True).stdout.splitlines()
+    assert status[1] == click.style(status[1][4:-4], bold=True)  # the header, bold
+    conflict = next(x for x in status if "1 conflict" in x)
+    assert conflict.startswith(click.style("", fg="red", bold=True)[:-4])
+    offline = next(x for x in status if "offline" in x)
+    assert offline == click.style(click.unstyle(offline), fg="cyan")
+    doctor = CliRunner().invoke(cli, ["--workspace", world.root, "doctor", "-v",
+                                      "--color"], color=True).stdout.splitlines()
+    ok = next(x for x in doctor if "memory.root" in x)
+    assert ok.startswith(click.style("ok      ", fg="green") + " ")
+
+
+def _process(world: WS, *args: str, env: dict[str, str] | None = None
+             ) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TERM")}
+    return subprocess.run(
+        [sys.executable, "-m", "aikito_mem", "--workspace", world.root, *args],
+        capture_output=True, text=True, timeout=60,
+        env={**base, "TERM": "xterm", **(env or {})})
+
+
+def _on_a_terminal(world: WS, args: list[str], env: dict[str, str]) -> str:
+    """What ``aikito ARGS`` prints on a terminal (a pseudo-terminal)."""
+    import pty
+
+    base = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TERM")}
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aikito_mem", "--workspace", world.root, *args],
+        stdout=slave, stderr=slave, env={**base, "TERM": "xterm", **env})
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the other side closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    proc.wait(timeout=60)
+    os.close(master)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize("command", sorted(COLOURED))
+def test_a_terminal_gets_colour_unless_told_otherwise(world: WS, command: str) -> None:
+    _coloured_world(world)
+    args = COLOURED[command][0]
+    assert ANSI in _on_a_terminal(world, args, {})
+    assert ANSI not in _on_a_terminal(world, args, {"NO_COLOR": "1"})
+    assert ANSI not in _on_a_terminal(world, args, {"TERM": "dumb"})
+    assert ANSI not in _on_a_terminal(world, [*args, "--no-color"], {})
+    assert ANSI in _on_a_terminal(world, [*args, "--color"], {"NO_COLOR": "1"})
 
 
 def test_no_colour_in_a_real_process_writing_to_a_pipe(world: WS) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "aikito_mem", "--workspace", world.root, "sync", "project",
-         "demo", "--dry-run", "-v"],
-        capture_output=True, text=True, timeout=60,
-        env={**{k: v for k, v in os.environ.items() if k != "NO_COLOR"}, "TERM": "xterm"},
-    )
+    proc = _process(world, "sync", "project", "demo", "--dry-run", "-v")
     assert proc.returncode == 0, proc.stderr
     assert ANSI not in proc.stdout + proc.stderr
     assert proc.stdout.splitlines()[-1] == "dry run: nothing was written"
+
+
+@pytest.mark.parametrize("command", sorted(COLOURED))
+def test_color_forces_colour_through_a_pipe(world: WS, command: str) -> None:
+    """``aikito … --color | less -R``: a real process writing to a pipe, with NO_COLOR
+    set too — the explicit flag wins."""
+    _coloured_world(world)
+    args, code = COLOURED[command]
+    proc = _process(world, *args, "--color", env={"NO_COLOR": "1"})
+    assert proc.returncode == code, proc.stderr
+    assert ANSI in proc.stdout
+    assert ANSI not in _process(world, *args).stdout
 
 
 # --------------------------------------------------------------- names that inject lines

@@ -25,9 +25,10 @@ import click
 from aikito_mem import __version__
 from aikito_mem.cli import adopt, apply, doctor, init, status, sync
 from aikito_mem.cli.error_handler import emit, interruption
+from aikito_mem.cli.options import HELP_WIDTH, FullSummaries
 
 
-class AikitoGroup(click.Group):
+class AikitoGroup(FullSummaries):
     """The root group: the signal record is installed before a subcommand is even parsed
     ([E5]), and an interrupt that still reaches click (before that) is exit 130 with a
     message of ours, never click's ``Aborted!``."""
@@ -58,14 +59,47 @@ class AikitoGroup(click.Group):
         sys.exit(code if isinstance(code, int) else 0)
 
 
-@click.group(cls=AikitoGroup, context_settings={"help_option_names": ["-h", "--help"]})
+ROOT_EPILOG = """\b
+Examples:
+  aikito init                      create a workspace (~/aikito) to start with
+  aikito sync                      sync every project of the workspace
+  aikito sync project demo         sync project demo's checkouts
+  aikito status                    what a sync would change, project by project
+  aikito doctor --fix              check the set-up; add the git exclude lines
+  aikito --workspace ~/aikito status
+
+\b
+Shell completion (bash; zsh and fish: see the README):
+  eval "$(_AIKITO_COMPLETE=bash_source aikito)"
+"""
+
+APPLY_EPILOG = """\b
+Example:
+  aikito sync project demo --dry-run --out plan.toml   # review it, then:
+  aikito apply plan.toml
+"""
+
+ADOPT_EPILOG = """\b
+Examples:
+  aikito adopt ~/code/demo/.agents/memory/style.md --dry-run
+  aikito adopt ~/code/demo/.agents/memory/style.md
+"""
+
+
+@click.group(cls=AikitoGroup, epilog=ROOT_EPILOG,
+             context_settings={"help_option_names": ["-h", "--help"],
+                               "max_content_width": HELP_WIDTH})
 @click.version_option(__version__, "--version", prog_name="aikito",
                       message="%(prog)s %(version)s (aikito_mem)")
 @click.option("--workspace", metavar="PATH", default=None,
               help="Workspace root (default: $AIKITO_DIR, the pointer file, ~/aikito).")
 @click.pass_context
 def cli(ctx: click.Context, workspace: str | None) -> None:
-    """Make an agent workspace's durable memory visible in project checkouts."""
+    """Make an agent workspace's durable memory visible in project checkouts.
+
+    Each command finds the workspace the same way: --workspace, else $AIKITO_DIR, else the
+    first line of ~/.config/aikito/workspace, else ~/aikito.
+    """
     ctx.obj = {"workspace": workspace}
 
 
@@ -75,6 +109,12 @@ cli.add_command(status.status_cmd)
 cli.add_command(doctor.doctor_cmd)
 cli.add_command(adopt.adopt_cmd)
 cli.add_command(init.init_cmd)
+# Every command's help shows an example; these two commands' modules belong to their
+# engines' rooms, so their examples are given here.
+if apply.apply_cmd.epilog is None:
+    apply.apply_cmd.epilog = APPLY_EPILOG
+if adopt.adopt_cmd.epilog is None:
+    adopt.adopt_cmd.epilog = ADOPT_EPILOG
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from aikito_mem.cli import complete
 from aikito_mem.cli.error_handler import error_handler
 from aikito_mem.cli.options import color_option, json_option, lock_timeout_option, workspace_of
 from aikito_mem.cli.sync import SyncView, display_for
@@ -19,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 @click.command("apply")
-@click.argument("planfile")
+@click.argument("planfile", shell_complete=complete.files)
 @json_option("aikito.sync/2")
 @lock_timeout_option
 @color_option

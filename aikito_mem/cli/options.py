@@ -42,17 +42,20 @@ lock_timeout_option = click.option(
     "--lock-timeout", type=Seconds(), default=30.0, show_default=True, metavar="SECONDS",
     help="Wait this long for the lock.")
 
-color_option = click.option("--color/--no-color", default=None,
-                            help="Colour (default: on a terminal).")
+color_option = click.option(
+    "--color/--no-color", default=None,
+    help="Colour the output: --color forces it (also into a pipe, for less -R); "
+         "default: only on a terminal, never with NO_COLOR or TERM=dumb.")
 
 
 def use_color(option: bool | None) -> bool:
-    """Colour only on a terminal, never with ``NO_COLOR`` or ``--no-color``; ``--color``
-    forces it elsewhere."""
-    if "NO_COLOR" in os.environ or option is False:
+    """SPEC §9: an explicit ``--color`` / ``--no-color`` wins over the environment;
+    otherwise colour only when stdout is a terminal, and never when ``NO_COLOR`` is set
+    to a non-empty value (no-color.org) or the terminal says ``TERM=dumb`` (clig.dev)."""
+    if option is not None:
+        return option
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
         return False
-    if option is True:
-        return True
     return sys.stdout.isatty()
 
 
@@ -61,3 +64,23 @@ def workspace_of(ctx: click.Context) -> str | None:
     obj = ctx.find_root().obj or {}
     value = obj.get("workspace")
     return value if isinstance(value, str) else None
+
+
+#: Help text up to this width on a wide terminal (click's default stops at 80).
+HELP_WIDTH = 100
+
+
+class FullSummaries(click.Group):
+    """A group whose command list shows each command's whole summary — its
+    ``short_help``, else the first sentence of its help — wrapped, never cut short with
+    ``...`` (click shortens them to the terminal's width)."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit=1 << 20)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from aikito_mem.cli.error_handler import error_handler
-from aikito_mem.cli.options import json_option, workspace_of
+from aikito_mem.cli.options import color_option, json_option, use_color, workspace_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from aikito_mem.errors import AikitoError, InterruptedError_
@@ -18,14 +18,15 @@ if TYPE_CHECKING:  # pragma: no cover
 class StatusView:
     failed_code = "status.os_error"
 
-    def __init__(self, as_json: bool) -> None:
+    def __init__(self, as_json: bool, *, color: bool = False) -> None:
         self.as_json = as_json
+        self.color = color
 
     def render(self, report: StatusReport) -> Output:
         from aikito_mem.render.status import render
         from aikito_mem.render.text import Display
 
-        return render(report, Display(as_json=self.as_json))
+        return render(report, Display(as_json=self.as_json, color=self.color))
 
     def failed(self, error: AikitoError) -> StatusReport:
         from aikito_mem.status import StatusReport
@@ -42,16 +43,27 @@ class StatusView:
         return attrs.evolve(report, error=error)
 
 
-@click.command("status")
+STATUS_EPILOG = """\b
+Examples:
+  aikito status                 the table
+  aikito status --json | jq '.projects[].name'
+  aikito status --color | less -R
+"""
+
+
+@click.command("status", epilog=STATUS_EPILOG,
+               short_help="Every project and checkout with its sync state (writes nothing).")
 @json_option("aikito.status/1")
+@color_option
 @click.pass_context
-def status_cmd(ctx: click.Context, as_json: bool) -> None:
+def status_cmd(ctx: click.Context, as_json: bool, color: bool | None) -> None:
     """Every project and checkout with its sync state (a dry run; writes nothing).
 
     Exit 0 when everything is in sync, 1 when something is pending, conflicting or a
     project cannot be read, 4 on a workspace error.
     """
-    with error_handler(StatusView(as_json)) as handler:
+    view = StatusView(as_json, color=not as_json and use_color(color))
+    with error_handler(view) as handler:
         from aikito_mem import signals
         from aikito_mem.status import collect
 

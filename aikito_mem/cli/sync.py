@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING
 
 import click
 
+from aikito_mem.cli import complete
 from aikito_mem.cli.error_handler import error_handler
 from aikito_mem.cli.options import (
+    FullSummaries,
     color_option,
     json_option,
     lock_timeout_option,
@@ -29,7 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
 class SyncView:
     """How ``sync project`` and ``apply`` render: the ``aikito.sync/2`` document or the
     text report.  Remembers the project and workspace as soon as they are known, so that
-    the document of an error names them."""
+    the document of an error names them, and where ``--out`` saved the plan."""
 
     failed_code = "sync.failed"
 
@@ -38,11 +40,12 @@ class SyncView:
         self.dry_run = dry_run
         self.project: str | None = None
         self.workspace: str | None = None
+        self.plan_file: str | None = None
 
     def render(self, report: SyncReport) -> Output:
         from aikito_mem.render.sync import render
 
-        return render(report, self.display)
+        return render(report, self.display, plan_file=self.plan_file)
 
     def failed(self, error: AikitoError) -> SyncReport:
         from aikito_mem.outcome import error_report
@@ -64,23 +67,140 @@ def display_for(as_json: bool, color: bool | None, *, verbose: bool = False,
                    color=not as_json and use_color(color))
 
 
-@click.group()
-def sync() -> None:
-    """Synchronise runtime links."""
+class SyncGroup(FullSummaries):
+    """``aikito sync``: alone, every project; ``aikito sync NAME`` (a NAME that is no
+    subcommand) is a usage error that names the command meant."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if (ctx.resilient_parsing or not name or name.startswith("-")
+                or self.get_command(ctx, name) is not None):
+            return super().resolve_command(ctx, args)
+        import difflib
+
+        if difflib.get_close_matches(name, list(self.commands), n=1, cutoff=0.6):
+            return super().resolve_command(ctx, args)  # click's "Did you mean 'project'?"
+        from shlex import quote
+
+        raise click.UsageError(
+            f"no such command {name!r}. To sync the project {name!r}: "
+            f"aikito sync project {quote(name)} (alone, aikito sync syncs every project)",
+            ctx,
+        )
 
 
-@sync.command("project")
-@click.argument("name", required=False)
-@click.argument("path", required=False)
+SYNC_ALL_HELP = """Synchronise runtime links: alone, every project of the workspace.
+
+\b
+aikito sync                        every project (each one's active checkouts)
+aikito sync project [NAME] [PATH]  one project (see: aikito sync project --help)
+
+Alone, it syncs each project as `aikito sync project NAME` would (nothing is registered),
+one block per project; a project that cannot be synced is reported and the others still
+run. Exit code: the first of 5, 3, 6, 4, 1, 7 that any project returned, else 0.
+"""
+
+SYNC_ALL_EPILOG = """\b
+Examples:
+  aikito sync                   sync every project
+  aikito sync --check           exit 7 when some project has changes pending
+  aikito sync --dry-run --json  plan every project; one aikito.sync-all/1 document
+"""
+
+#: The options of ``aikito sync`` alone (every project).
+_ALL_OPTIONS = ("dry_run", "check", "as_json", "lock_timeout", "verbose", "quiet", "color")
+
+
+@click.group(cls=SyncGroup, invoke_without_command=True, help=SYNC_ALL_HELP,
+             short_help="Synchronise runtime links: one project, or every project.",
+             epilog=SYNC_ALL_EPILOG)
+@click.option("--dry-run", is_flag=True, help="Plan every project and print; write nothing.")
+@click.option("--check", is_flag=True,
+              help="Dry run; exit 7 when some project has changes pending.")
+@json_option("aikito.sync-all/1")
+@lock_timeout_option
+@click.option("-v", "--verbose", is_flag=True, help="Also list unchanged links.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Print only conflicts, summaries and what was done.")
+@color_option
+@click.pass_context
+def sync(ctx: click.Context, dry_run: bool, check: bool, as_json: bool, lock_timeout: float,
+         verbose: bool, quiet: bool, color: bool | None) -> None:
+    from click.core import ParameterSource
+
+    given = [name for name in _ALL_OPTIONS
+             if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE]
+    if ctx.invoked_subcommand is not None:
+        if given:
+            raise click.UsageError(
+                "these options belong to `aikito sync` alone (every project): "
+                f"{', '.join('--' + g.replace('_', '-').removeprefix('as-') for g in given)}"
+                f" — write them after `{ctx.invoked_subcommand}`", ctx)
+        return
+    if verbose and quiet:
+        raise click.UsageError("-v and -q cannot be combined", ctx)
+    from aikito_mem.cli.sync_all import run_all
+
+    run_all(ctx, display_for(as_json, color, verbose=verbose, quiet=quiet),
+            dry_run=dry_run or check, check=check, lock_timeout=lock_timeout)
+
+
+PROJECT_HELP = """Link project NAME's memory into its checkouts (or only into PATH).
+
+\b
+NAME    the project: a directory <workspace>/projects/NAME/ holding agent.toml.
+        Omitted or '.': the project one of whose active checkouts contains the
+        current directory (none or several: an error listing what was found).
+PATH    sync exactly this checkout (an existing directory), not the others. A
+        PATH agent.toml does not list yet is registered there first (appended
+        to `paths`; under your home directory written as ~/...); --no-register
+        syncs it without registering. The dry run says what will be registered.
+
+Without PATH, every checkout agent.toml registers is synced; one that does not
+exist on this machine is offline and skipped. Text output: a header per checkout,
+then `+ TARGET -> SOURCE`, `- TARGET`, `! TARGET: reason (remedy)`, targets shown
+relative to their checkout and sources to the workspace (--json: absolute paths).
+
+\b
+Exit codes:
+  0  applied, already in sync, or a dry run without conflicts
+  1  blocked by conflicts; nothing of a blocked segment written
+  2  usage error
+  3  stale plan: something changed since planning; nothing written
+  4  configuration error (workspace, project, agent.toml, PATH, plan file)
+  5  environment failure while writing (permissions, disk, I/O)
+  6  another sync holds the checkout lock (busy)
+  7  --check: changes pending
+  130/143  interrupted by SIGINT/SIGTERM
+"""
+
+PROJECT_EPILOG = """\b
+Examples:
+  aikito sync project demo                 sync every checkout of demo
+  aikito sync project                      the project of the current directory
+  aikito sync project demo ~/code/demo     sync (and register) that checkout
+  aikito sync project demo . --no-register this directory, not registered
+  aikito sync project demo --check         exit 7 when changes are pending
+  aikito sync project demo --dry-run --out plan.toml && aikito apply plan.toml
+"""
+
+
+@sync.command("project", help=PROJECT_HELP, epilog=PROJECT_EPILOG,
+              short_help="Link one project's memory into its checkouts (or only PATH).")
+@click.argument("name", required=False, shell_complete=complete.project_names)
+@click.argument("path", required=False, shell_complete=complete.checkout_paths)
 @click.option("--dry-run", is_flag=True, help="Plan and print; write nothing.")
 @json_option("aikito.sync/2")
 @click.option("--check", is_flag=True, help="Dry run; exit 7 when changes are pending.")
-@click.option("--no-register", is_flag=True, help="Do not add PATH to agent.toml.")
-@click.option("--out", metavar="PLANFILE", default=None,
-              help="With --dry-run: save the frozen plan for `aikito apply`.")
+@click.option("--no-register", is_flag=True,
+              help="Sync PATH without adding it to agent.toml.")
+@click.option("--out", metavar="PLANFILE", default=None, shell_complete=complete.files,
+              help="With --dry-run: save the frozen plan for `aikito apply PLANFILE`.")
 @lock_timeout_option
 @click.option("-v", "--verbose", is_flag=True, help="Also list unchanged links.")
-@click.option("-q", "--quiet", is_flag=True, help="Print only conflicts and the summary.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Print only conflicts, the summary and what was done.")
 @color_option
 @click.pass_context
 def sync_project(
@@ -97,7 +217,6 @@ def sync_project(
     quiet: bool,
     color: bool | None,
 ) -> None:
-    """Link the memory of project NAME into its checkouts (or only into PATH)."""
     dry = dry_run or check
     if out is not None and not dry:
         raise click.UsageError("--out PLANFILE needs --dry-run (or --check)")
@@ -141,6 +260,7 @@ def _dry_run(view: SyncView, workspace: str | None, name: str | None, path: str 
 
         signals.check()
         write_plan(plan, out)
+        view.plan_file = out
     return dry_run_report(plan, check=check)
 
 

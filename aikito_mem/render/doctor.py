@@ -1,12 +1,18 @@
-"""The doctor report as the ``aikito.doctor/1`` document and as text."""
+"""The doctor report as the ``aikito.doctor/1`` document and as text.
+
+Colour (when the display has it): the status word of each line — ``ok`` green,
+``warning`` yellow, ``error`` red and bold — and the summary line in the colour of the
+worst status; remedies stay plain.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from aikito_mem.doctor import CONTRACT_VERSION, Check, DoctorReport
+from aikito_mem.doctor_git import Fix
 from aikito_mem.model import Severity
-from aikito_mem.render.text import Display, Output, error_json, error_lines, plural, printable
+from aikito_mem.render.text import Display, Output, error_json, error_lines, plural
 
 SCHEMA = "aikito.doctor/1"
 _OK, _WARNING, _ERROR = Severity.OK, Severity.WARNING, Severity.ERROR
@@ -15,6 +21,12 @@ _OK, _WARNING, _ERROR = Severity.OK, Severity.WARNING, Severity.ERROR
 def _check_json(check: Check) -> dict[str, Any]:
     return {"id": check.id, "status": str(check.status), "message": check.message,
             "remedy": check.remedy, "path": check.path, "project": check.project}
+
+
+def _fix_json(fix: Fix) -> dict[str, Any]:
+    return {"id": "git.ignore", "status": fix.status, "message": fix.message,
+            "path": fix.path, "lines": list(fix.lines), "checkouts": list(fix.checkouts),
+            "error": fix.error}
 
 
 def document(report: DoctorReport) -> dict[str, Any]:
@@ -28,24 +40,63 @@ def document(report: DoctorReport) -> dict[str, Any]:
         "exit_code": report.exit_code,
         "summary": {str(s): report.count(s) for s in (_OK, _WARNING, _ERROR)},
         "checks": [_check_json(c) for c in report.checks],
+        "fix": report.fix,
+        "dry_run": report.dry_run,
+        "fixes": [_fix_json(f) for f in report.fixes],
         "error": error_json(report.error) if report.error is not None else None,
     }
 
 
-def text_report(report: DoctorReport, *, verbose: bool = False) -> list[str]:
-    """One line per check (``ok`` ones only with ``-v``), remedies indented, a summary."""
+_STYLE = {_OK: ("green", False), _WARNING: ("yellow", False), _ERROR: ("red", True)}
+#: The status word of a fix line, and its colour.
+_FIX_WORD = {"applied": ("fixed", "green"), "planned": ("to fix", "cyan"),
+             "unchanged": ("ok", "green"), "failed": ("failed", "red")}
+
+
+def _row(word: str, check_id: str, message: str, display: Display, fg: str | None,
+         bold: bool = False) -> str:
+    head = display.line(f"{word:<8}", fg, bold=bold)
+    return f"{head} {display.line(f'{check_id:<17} {message}')}"
+
+
+def _summary(report: DoctorReport) -> str:
+    strict = " (--strict: warnings count)" if report.strict else ""
+    line = (f"doctor: {report.count(_OK)} ok, {plural(report.count(_WARNING), 'warning')}, "
+            f"{plural(report.count(_ERROR), 'error')}{strict}")
+    if report.fix:
+        counts: dict[str, int] = {}
+        for f in report.fixes:
+            counts[f.status] = counts.get(f.status, 0) + 1
+        words = {"applied": "applied", "planned": "to apply (--dry-run)",
+                 "unchanged": "found done already", "failed": "failed"}
+        done = [f"{plural(n, 'fix', 'fixes')} {words[status]}"
+                for status, n in counts.items()]
+        line += "; " + (", ".join(done) if done else "nothing to fix")
+    return line
+
+
+def text_report(report: DoctorReport, display: Display | None = None) -> list[str]:
+    """The fixes first (``--fix``), then one line per check (``ok`` ones only with
+    ``-v``), remedies indented, and a summary."""
+    display = display or Display()
     lines: list[str] = []
     if report.workspace is not None:
-        lines.append(printable(f"workspace {report.workspace} ({report.workspace_source})"))
+        lines.append(display.line(f"workspace {report.workspace} ({report.workspace_source})"))
+    for fix in report.fixes:
+        word, fg = _FIX_WORD.get(fix.status, (fix.status, None))
+        lines.append(_row(word, "git.ignore", fix.message, display, fg,
+                          bold=fix.status == "failed"))
     for check in report.checks:
-        if check.status is _OK and not verbose:
+        if check.status is _OK and not display.verbose:
             continue
-        lines.append(printable(f"{check.status:<8} {check.id:<17} {check.message}"))
+        fg, bold = _STYLE.get(check.status, (None, False))
+        lines.append(_row(str(check.status), check.id, check.message, display, fg, bold))
         if check.remedy and check.status is not _OK:
-            lines.append(printable(f"{'':<8} {'':<17} remedy: {check.remedy}"))
-    strict = " (--strict: warnings count)" if report.strict else ""
-    lines.append(f"doctor: {report.count(_OK)} ok, {plural(report.count(_WARNING), 'warning')}, "
-                 f"{plural(report.count(_ERROR), 'error')}{strict}")
+            lines.append(display.line(f"{'':<8} {'':<17} remedy: {check.remedy}"))
+    worst = _ERROR if report.count(_ERROR) or report.failed_fixes else (
+        _WARNING if report.count(_WARNING) else _OK)
+    fg, bold = _STYLE[worst]
+    lines.append(display.line(_summary(report), fg, bold=bold))
     return lines
 
 
@@ -55,4 +106,4 @@ def render(report: DoctorReport, display: Display) -> Output:
         return Output(report.exit_code, document=document(report))
     if report.error is not None:
         return Output(report.exit_code, errors=error_lines(report.error, display))
-    return Output(report.exit_code, lines=tuple(text_report(report, verbose=display.verbose)))
+    return Output(report.exit_code, lines=tuple(text_report(report, display)))

@@ -1,4 +1,10 @@
-"""The status report as the ``aikito.status/1`` document and as a text table."""
+"""The status report as the ``aikito.status/1`` document and as a text table.
+
+Colour (when the display has it): each row in the colour of its state — in sync green,
+changes pending yellow, a conflict or an unreadable project red and bold, offline cyan —
+the header bold, and the summary green when all is in sync, else yellow (red with
+errors).  Cells are padded before they are coloured, so columns stay aligned.
+"""
 
 from __future__ import annotations
 
@@ -133,31 +139,47 @@ def descriptor_lines(report: StatusReport) -> list[str]:
     return lines
 
 
-def text_table(report: StatusReport) -> list[str]:
+def _row_style(project: ProjectStatus, co: CheckoutStatus | None) -> tuple[str | None, bool]:
+    if project.error is not None:
+        return "red", True
+    if co is None:
+        return None, False
+    if co.sync is None:
+        return ("cyan", False) if co.state is CheckoutState.OFFLINE else (None, False)
+    if co.sync.conflict:
+        return "red", True
+    return ("green", False) if co.sync.in_sync else ("yellow", False)
+
+
+def text_table(report: StatusReport, display: Display | None = None) -> list[str]:
     """One row per project/checkout, then each project's error, then a summary line."""
-    rows: list[tuple[str, str, str, str, str]] = []
+    display = display or Display()
+    rows: list[tuple[tuple[str, str, str, str, str], tuple[str | None, bool]]] = []
     for project in report.projects:
         name = printable(project.name)
         if project.error is not None:
-            rows.append((name, "-", "error", "cannot be read (see below)", ""))
+            rows.append(((name, "-", "error", "cannot be read (see below)", ""),
+                         _row_style(project, None)))
             continue
         if not project.checkouts:
-            rows.append((name, "-", "-", "no checkout registered", ""))
+            rows.append(((name, "-", "-", "no checkout registered", ""), (None, False)))
         for co in project.checkouts:
-            rows.append((name, printable(co.label), co.state.value,
-                         _sync_words(co.sync, co.state, co.segments), printable(co.path)))
+            rows.append(((name, printable(co.label), co.state.value,
+                          _sync_words(co.sync, co.state, co.segments), printable(co.path)),
+                         _row_style(project, co)))
     header = ("PROJECT", "CHECKOUT", "STATE", "SYNC", "PATH")
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
-    lines = [printable(f"workspace {report.workspace} ({report.workspace_source})")]
-    for row in [header, *rows]:
+    widths = [max(len(r[i]) for r in [header, *(row for row, _ in rows)]) for i in range(4)]
+    lines = [display.line(f"workspace {report.workspace} ({report.workspace_source})")]
+    for row, (fg, bold) in [(header, (None, True)), *rows]:
         cells = [row[i].ljust(widths[i]) for i in range(4)]
-        lines.append("  ".join([*cells, row[4]]).rstrip())
+        text = "  ".join([*cells, row[4]]).rstrip()
+        lines.append(display.line(text, fg, bold=bold))
     lines.extend(descriptor_lines(report))
-    lines.extend(printable(f"warning: {f.message}") for f in report.findings)
+    lines.extend(display.line(f"warning: {f.message}", "magenta") for f in report.findings)
     for project in report.projects:
         if project.error is not None:
-            lines.append(printable(f"error: project {project.name}: "
-                                   f"{project.error.message}"))
+            lines.append(display.line(f"error: project {project.name}: "
+                                      f"{project.error.message}", "red"))
     broken = sum(1 for p in report.projects if p.error is not None)
     pending = sum(1 for p in report.projects if p.error is None and not p.in_sync)
     summary = f"status: {plural(len(report.projects), 'project')}"
@@ -166,9 +188,11 @@ def text_table(report: StatusReport) -> list[str]:
         if broken:
             extra.append(f"{broken} with errors")
         summary += ", " + ", ".join(extra)
+        colour = "red" if broken else "yellow"
     else:
         summary += ", all in sync"
-    lines.append(summary)
+        colour = "green"
+    lines.append(display.line(summary, colour))
     return lines
 
 
@@ -178,4 +202,4 @@ def render(report: StatusReport, display: Display) -> Output:
         return Output(report.exit_code, document=document(report))
     if report.error is not None:
         return Output(report.exit_code, errors=error_lines(report.error, display))
-    return Output(report.exit_code, lines=tuple(text_table(report)))
+    return Output(report.exit_code, lines=tuple(text_table(report, display)))

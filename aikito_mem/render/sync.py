@@ -5,6 +5,7 @@ Pure: functions from values to strings/dicts; the command line decides where the
 
 from __future__ import annotations
 
+from shlex import quote
 from typing import Any
 
 from aikito_mem.errors import Outcome
@@ -20,6 +21,7 @@ from aikito_mem.model import (
     SyncResult,
 )
 from aikito_mem.outcome import SyncReport
+from aikito_mem.render.paths import Paths
 from aikito_mem.render.text import Display, Output, error_json, error_lines, plural
 
 SCHEMA = "aikito.sync/2"
@@ -177,7 +179,7 @@ def summary_line(plan: Plan) -> str:
 
 
 def _op_line(op: Operation, status: Status | None, offline: bool,
-             display: Display) -> str | None:
+             display: Display, paths: Paths) -> str | None:
     """One operation's line, or ``None`` when the display leaves it out."""
     a = op.action
     if display.quiet and a is not _CONFLICT:
@@ -185,95 +187,165 @@ def _op_line(op: Operation, status: Status | None, offline: bool,
     mark = ""
     if status is Status.NOT_APPLIED or status is Status.UNKNOWN:
         mark = f" [{status.value}]"
+    target = paths.target(op)
+    source = paths.source(op.source) if op.source is not None else None
     if a is Action.CREATE:
-        return display.line(f"  + {op.target} -> {op.source}{mark}", "green")
+        return display.line(f"  + {target} -> {source}{mark}", "green")
     if a is Action.UNLINK:
         tail = "/" if op.entry == "directory" else ""
-        return display.line(f"  - {op.target}{tail}{mark}", "yellow")
+        return display.line(f"  - {target}{tail}{mark}", "yellow")
     if a is _CONFLICT:
-        remedy = f" ({op.remedy})" if op.remedy else ""
-        return display.line(f"  ! {op.target}: {op.reason}{remedy}", "red", bold=True)
+        remedy = f" ({paths.text(op.remedy)})" if op.remedy else ""
+        return display.line(f"  ! {target}: {paths.text(op.reason)}{remedy}", "red",
+                            bold=True)
     if a is Action.SKIP:
-        return None if offline else display.line(f"  ~ {op.target}: skipped ({op.reason})")
+        return None if offline else display.line(
+            f"  ~ {target}: skipped ({paths.text(op.reason)})")
     if not display.verbose:
         return None
-    return display.line(f"  = {op.target} -> {op.source}")
+    return display.line(f"  = {target} -> {source}")
+
+
+_SEGMENT_RANK = {segment: rank for rank, segment in enumerate(SEGMENT_ORDER)}
+
+
+def _listed_order(ops: list[tuple[int, Operation]]) -> list[tuple[int, Operation]]:
+    """A checkout's operations in the order they are listed: the plan's order (segment,
+    then target), except that a pruned directory comes after the links it contained —
+    it is removed after them ([P2], [E4]) and reads that way."""
+    def key(item: tuple[int, Operation]) -> tuple[int, str]:
+        op = item[1]
+        if op.action is Action.UNLINK and op.entry == "directory":
+            return _SEGMENT_RANK.get(op.segment, 0), op.target + "/\U0010ffff"
+        return _SEGMENT_RANK.get(op.segment, 0), op.target
+    return sorted(ops, key=key)  # stable: an UNLINK stays before a CREATE of its target
+
+
+def _in_checkout(path: str | None, checkout: str) -> bool:
+    return path is not None and path.startswith(checkout.rstrip("/") + "/")
 
 
 def text_report(plan: Plan, display: Display,
-                statuses: tuple[Status, ...] | None = None) -> list[str]:
-    """Operations grouped under a header per checkout, then findings and the summary."""
+                statuses: tuple[Status, ...] | None = None, *,
+                header: bool = True) -> list[str]:
+    """Operations grouped under a header per checkout (each with its findings), then the
+    findings of no checkout and the summary.  Paths are shown relative
+    (:mod:`aikito_mem.render.paths`)."""
     lines: list[str] = []
     quiet, verbose = display.quiet, display.verbose
-    if not quiet:
-        where = f" ({plan.register} will be registered in {plan.config_path})" \
-            if plan.register else ""
+    top = Paths(plan.workspace)
+    if header and not quiet:
+        where = (f" ({plan.register} will be registered in "
+                 f"{top.source(plan.config_path)})") if plan.register else ""
         lines.append(display.line(f"project {plan.project} — workspace {plan.workspace}"
                                   f"{where}"))
     by_checkout: dict[str, list[tuple[int, Operation]]] = {}
     for i, op in enumerate(plan.operations):
         by_checkout.setdefault(op.checkout, []).append((i, op))
+    shown = [f for f in plan.findings
+             if not quiet and (verbose or f.severity != Severity.INFO)]
+    placed: set[int] = set()
     for co in plan.checkouts:
+        paths = Paths(plan.workspace, co.path)
         offline = co.state is CheckoutState.OFFLINE
         body: list[str] = []
         if offline and not quiet:
             body.append(display.line(f"  ~ checkout offline: {co.path}", "cyan"))
-        for i, op in by_checkout.get(co.path, ()):
+        for i, op in _listed_order(by_checkout.get(co.path, [])):
             if op.action is _NOOP and not verbose:
                 continue
             line = _op_line(op, statuses[i] if statuses is not None else None, offline,
-                            display)
+                            display, paths)
             if line is not None:
                 body.append(line)
+        if not offline:
+            for n, f in enumerate(shown):
+                if n not in placed and _in_checkout(f.path, co.path):
+                    placed.add(n)
+                    body.append(display.line(f"  {f.severity}: {paths.text(f.message)}",
+                                             "magenta"))
         if body or (verbose and not quiet):
-            header = f"checkout {co.label}: {co.path}"
-            lines.append(display.line(header) if quiet else
-                         display.line(header, "blue", bold=True))
+            head = f"checkout {co.label}: {co.path}"
+            lines.append(display.line(head) if quiet else
+                         display.line(head, "blue", bold=True))
             lines.extend(body)
-    if not quiet:
-        for f in plan.findings:
-            if f.severity == Severity.INFO and not verbose:
-                continue
-            lines.append(display.line(f"{f.severity}: {f.message}", "magenta"))
+    for n, f in enumerate(shown):
+        if n not in placed:
+            lines.append(display.line(f"{f.severity}: {top.text(f.message)}", "magenta"))
     lines.extend(display.line(line) for line in summary_lines(plan))
     return lines
 
 
-def _closing_line(report: SyncReport) -> list[str]:
-    """``done: …`` / ``dry run: nothing was written`` after a report without error."""
+def _nothing_synced(plan: Plan) -> str | None:
+    """Why a run that found nothing to do synced nothing at all: no active checkout."""
+    if any(c.state is not CheckoutState.OFFLINE for c in plan.checkouts):
+        return None
+    if not plan.checkouts:
+        return (f"project {plan.project} has no checkout registered — add one with: "
+                f"aikito sync project {quote(plan.project)} PATH")
+    n = len(plan.checkouts)
+    every = "its only checkout is" if n == 1 else f"all {n} of its checkouts are"
+    return (f"{every} offline (project {plan.project}) — plug in or clone a checkout, "
+            "then sync again")
+
+
+def _closing_lines(report: SyncReport, plan_file: str | None) -> list[tuple[str, str | None]]:
+    """What a report without error ends with, and each line's colour: what was done
+    (``done: …``), that nothing was synced (a warning), or what a dry run did."""
     plan = report.plan
     if plan is None:
         return []
-    if report.outcome is Outcome.APPLIED:
-        out = []
+    outcome = report.outcome
+    if outcome is Outcome.APPLIED:
+        out: list[tuple[str, str | None]] = []
         if report.result is not None and report.result.registered:
-            out.append(f"registered {plan.register} in {plan.config_path}")
-        out.append(f"done: {plural(len(plan.changes), 'change')} applied")
+            where = Paths(plan.workspace).source(plan.config_path)
+            out.append((f"registered {plan.register} in {where}", None))
+        out.append((f"done: {plural(len(plan.changes), 'change')} applied", "green"))
         return out
-    if report.outcome is Outcome.UNCHANGED:
-        return ["done: already in sync, nothing to do"]
-    if report.outcome is Outcome.PLANNED and report.dry_run:
-        return ["dry run: nothing was written"]
-    return []
+    if outcome not in (Outcome.UNCHANGED, Outcome.PLANNED):
+        return []
+    idle = _nothing_synced(plan) if not plan.has_changes else None
+    if not report.dry_run:
+        if idle is not None:
+            return [(f"warning: nothing was synced: {idle}", "yellow")]
+        return [("done: already in sync, nothing to do", "green")]
+    if plan_file is not None:
+        return [(f"dry run: nothing was synced; plan saved to {plan_file} — apply it with: "
+                 f"aikito apply {quote(plan_file)}", None)]
+    if idle is not None:
+        return [(f"warning: nothing to sync: {idle}", "yellow")]
+    if not plan.has_changes:
+        return [("dry run: already in sync, nothing to do", None)]
+    return [("dry run: nothing was written", None)]
 
 
-def text_lines(report: SyncReport, display: Display) -> list[str]:
+def text_lines(report: SyncReport, display: Display, *, plan_file: str | None = None,
+               header: bool = True) -> list[str]:
     """The text report of a sync: the plan (with statuses of a real run), then the
-    closing line."""
+    closing line.  ``-q`` keeps the closing line of a real run (whether changes were
+    applied), the warning that nothing was synced, and where a plan was saved."""
     if report.plan is None:
         return []
     statuses = None
     if report.result is not None and report.result.statuses and not report.dry_run:
         statuses = report.result.statuses
-    lines = text_report(report.plan, display, statuses)
-    if not display.quiet and report.error is None:
-        lines.extend(display.line(line) for line in _closing_line(report))
+    lines = text_report(report.plan, display, statuses, header=header)
+    if report.error is None:
+        for text, colour in _closing_lines(report, plan_file):
+            if display.quiet and report.dry_run and plan_file is None \
+                    and not text.startswith("warning:"):
+                continue
+            lines.append(display.line(text, colour))
     return lines
 
 
-def render(report: SyncReport, display: Display) -> Output:
-    """What ``sync project`` and ``apply`` print for ``report``."""
+def render(report: SyncReport, display: Display, *, plan_file: str | None = None) -> Output:
+    """What ``sync project`` and ``apply`` print for ``report`` (``plan_file``: where
+    ``--out`` saved the plan)."""
     if display.as_json:
         return Output(report.exit_code, document=document(report))
     errors = error_lines(report.error, display) if report.error is not None else ()
-    return Output(report.exit_code, lines=tuple(text_lines(report, display)), errors=errors)
+    return Output(report.exit_code,
+                  lines=tuple(text_lines(report, display, plan_file=plan_file)),
+                  errors=errors)

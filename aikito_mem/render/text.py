@@ -86,11 +86,11 @@ class Display:
     def line(self, text: str, fg: str | None = None, *, bold: bool = False) -> str:
         """``text`` made printable, then coloured when colour is on."""
         text = printable(text)
-        if not self.color or fg is None:
+        if not self.color or (fg is None and not bold):
             return text
         import click
 
-        return click.style(text, fg=fg, bold=bold)
+        return click.style(text, fg=fg, bold=bold or None)
 
 
 @attrs.frozen

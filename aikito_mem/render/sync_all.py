@@ -1,0 +1,106 @@
+"""``aikito sync`` (every project) as text and as the ``aikito.sync-all/1`` document.
+
+Text: the workspace once, then one block per project — exactly what
+``aikito sync project NAME`` prints for it, under a ``project NAME`` line — separated by
+blank lines, then one summary line.  Each project's error goes to stderr, prefixed with
+the project's name.  JSON: one document holding every project's own sync document
+(docs/commands.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aikito_mem.outcome import SyncReport
+from aikito_mem.render.sync import document as sync_document
+from aikito_mem.render.sync import text_lines
+from aikito_mem.render.text import Display, Output, error_json, message_lines, plural
+from aikito_mem.sync_all import SyncAllReport
+
+SCHEMA = "aikito.sync-all/1"
+
+#: Outcome words in the order the summary line lists them.
+_ORDER = ("applied", "unchanged", "planned", "blocked", "stale", "failed", "busy",
+          "config_error", "interrupted")
+_COLOUR = {"applied": "green", "unchanged": "green", "planned": None, "blocked": "red",
+           "stale": "red", "failed": "red", "busy": "yellow", "config_error": "red",
+           "interrupted": "red"}
+
+
+def outcome_counts(report: SyncAllReport) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for project in report.projects:
+        word = str(project.outcome)
+        counts[word] = counts.get(word, 0) + 1
+    return {word: counts[word] for word in sorted(counts, key=_rank)}
+
+
+def _rank(word: str) -> int:
+    return _ORDER.index(word) if word in _ORDER else len(_ORDER)
+
+
+def document(report: SyncAllReport) -> dict[str, Any]:
+    """The ``aikito.sync-all/1`` document (docs/commands.md)."""
+    return {
+        "schema": SCHEMA,
+        "workspace": report.workspace,
+        "workspace_source": report.workspace_source,
+        "dry_run": report.dry_run,
+        "check": report.check,
+        "exit_code": report.exit_code,
+        "outcomes": outcome_counts(report),
+        "projects": [sync_document(p) for p in report.projects],
+        "error": error_json(report.error) if report.error is not None else None,
+    }
+
+
+def _block(project: SyncReport, display: Display) -> list[str]:
+    name = project.project or "?"
+    if project.plan is None:
+        word = str(project.outcome).replace("_", " ")
+        return [display.line(f"project {name}: not synced ({word}; see the message below)",
+                             "red", bold=True)]
+    lines = [display.line(f"project {name}", "blue", bold=True)]
+    lines.extend(text_lines(project, display, header=False))
+    return lines
+
+
+def summary_line(report: SyncAllReport) -> str:
+    """``sync: 3 projects: 1 applied, 1 unchanged, 1 config error``."""
+    counts = outcome_counts(report)
+    if not report.projects:
+        return "sync: no project in this workspace, nothing was synced"
+    words = ", ".join(f"{n} {word.replace('_', ' ')}" for word, n in counts.items())
+    return f"sync: {plural(len(report.projects), 'project')}: {words}"
+
+
+def text(report: SyncAllReport, display: Display) -> tuple[list[str], list[str]]:
+    """The stdout lines and the stderr lines."""
+    lines = [display.line(f"workspace {report.workspace} ({report.workspace_source})")]
+    errors: list[str] = []
+    for project in report.projects:
+        lines.append("")
+        lines.extend(_block(project, display))
+        if project.error is not None and project.error is not report.error:
+            errors.extend(message_lines(
+                f"project {project.project}: {project.error.message}", display,
+                getattr(project.error, "differences", None) or ()))
+    lines.append("")
+    worst = next((w for w in reversed(_ORDER) if w in outcome_counts(report)), None)
+    colour = "yellow" if not report.projects else _COLOUR.get(worst or "")
+    lines.append(display.line(summary_line(report), colour))
+    if report.error is not None:
+        errors.extend(message_lines(report.error.message, display,
+                                    getattr(report.error, "differences", None) or ()))
+    return lines, errors
+
+
+def render(report: SyncAllReport, display: Display) -> Output:
+    """What ``aikito sync`` prints for ``report``."""
+    if display.as_json:
+        return Output(report.exit_code, document=document(report))
+    if report.workspace is None:  # the workspace itself failed: the message only
+        failure = message_lines(report.error.message, display) if report.error else ()
+        return Output(report.exit_code, errors=failure)
+    lines, errors = text(report, display)
+    return Output(report.exit_code, lines=tuple(lines), errors=tuple(errors))

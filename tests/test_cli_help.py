@@ -1,0 +1,116 @@
+"""Help and usage (clig.dev): every command's help has an example, ``sync project --help``
+explains NAME, PATH, ``--no-register`` and the exit codes, the command list never cuts a
+summary short, and the two commonest slips — ``aikito sync NAME`` and a misspelt project
+name — are answered with the command meant."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner, Result
+
+from aikito_mem.cli import cli
+from tests.conftest import WS
+
+COMMANDS = [[], ["sync"], ["sync", "project"], ["apply"], ["status"], ["doctor"], ["adopt"],
+            ["init"], ["init", "project"]]
+
+
+def invoke(*args: str, width: int | None = None) -> Result:
+    extra = {} if width is None else {"terminal_width": width}
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False, **extra)
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "aikito")
+def test_every_command_has_an_example(command: list[str]) -> None:
+    res = invoke(*command, "--help")
+    assert res.exit_code == 0, res.output
+    assert "Example" in res.stdout
+    examples = res.stdout.split("Example", 1)[1]
+    assert "  aikito " in examples
+
+
+def test_sync_project_help_explains_name_path_registration_and_exit_codes() -> None:
+    text = " ".join(invoke("sync", "project", "--help").stdout.split())
+    for needle in [
+        "Omitted or '.': the project one of whose active checkouts contains the current "
+        "directory",
+        "A PATH agent.toml does not list yet is registered there first",
+        "--no-register syncs it without registering",
+        "The dry run says what will be registered",
+        "Exit codes: 0 applied, already in sync, or a dry run without conflicts",
+        "1 blocked by conflicts", "3 stale plan", "4 configuration error",
+        "5 environment failure", "6 another sync holds the checkout lock",
+        "7 --check: changes pending", "130/143 interrupted",
+        "aikito sync project demo ~/code/demo", "aikito sync project demo . --no-register",
+    ]:
+        assert needle in text, needle
+
+
+@pytest.mark.parametrize("width", [40, 80, 200])
+def test_the_command_list_never_cuts_a_summary_short(width: int) -> None:
+    """click shortens each summary to the terminal's width with ``...``; every summary
+    is shown whole (wrapped), whatever the width."""
+    for group in ([], ["sync"]):
+        text = invoke(*group, "--help", width=width).stdout
+        commands = text.split("Commands:", 1)[1].split("\n\n", 1)[0]
+        assert "..." not in commands, commands
+    top = "".join(invoke("--help", width=width).stdout.split())  # wrapping aside
+    adopt = ("adopt Move TARGET (<checkout>/.agents/memory/REL) to <workspace>/memory/REL, "
+             "add REL to the project's memory list and link it back.")
+    assert adopt.replace(" ", "") in top
+    assert "syncSynchroniseruntimelinks:oneproject,oreveryproject." in top
+
+
+def test_sync_name_suggests_sync_project_name() -> None:
+    res = invoke("sync", "demo")
+    assert res.exit_code == 2
+    assert res.stdout == ""
+    assert res.stderr.splitlines()[-1] == (
+        "Error: no such command 'demo'. To sync the project 'demo': aikito sync project "
+        "demo (alone, aikito sync syncs every project)")
+    odd = invoke("sync", "my demo")
+    assert "aikito sync project 'my demo'" in odd.stderr
+    # A near miss of the subcommand itself keeps click's own suggestion.
+    near = invoke("sync", "projet")
+    assert near.exit_code == 2 and "Did you mean 'project'?" in near.stderr
+
+
+def test_options_of_sync_alone_before_a_subcommand_are_a_usage_error(ws: WS) -> None:
+    ws.write_config("demo", memory=[], paths=[])
+    res = CliRunner().invoke(cli, ["--workspace", ws.root, "sync", "--json", "--check",
+                                   "project", "demo"])
+    assert res.exit_code == 2
+    assert res.stderr.splitlines()[-1] == (
+        "Error: these options belong to `aikito sync` alone (every project): --check, "
+        "--json — write them after `project`")
+    assert CliRunner().invoke(cli, ["--workspace", ws.root, "sync", "project", "demo",
+                                    "--json", "--check"]).exit_code == 0
+
+
+def test_a_misspelt_project_name_gets_did_you_mean_and_the_projects(ws: WS) -> None:
+    for name in ("demo", "web"):
+        ws.write_config(name, memory=[], paths=[])
+    res = CliRunner().invoke(cli, ["--workspace", ws.root, "sync", "project", "dmeo"])
+    assert res.exit_code == 4
+    assert res.stdout == ""
+    assert res.stderr == (
+        f"aikito: project 'dmeo' not found: expected {ws.root}/projects/dmeo/agent.toml, "
+        "found nothing — create agent.toml there or check the project name; did you mean "
+        "'demo'? the projects of this workspace: demo, web\n")
+    doc = json.loads(CliRunner().invoke(
+        cli, ["--workspace", ws.root, "sync", "project", "DEMO", "--json"]).stdout)
+    assert doc["error"]["code"] == "config.project_not_found"
+    assert doc["error"]["message"].endswith(
+        "; did you mean 'demo'? the projects of this workspace: demo, web")
+    far = CliRunner().invoke(cli, ["--workspace", ws.root, "sync", "project", "zzz"])
+    assert far.stderr.endswith(
+        "check the project name; the projects of this workspace: demo, web\n")
+
+
+def test_the_project_list_of_a_large_workspace_is_cut(ws: WS) -> None:
+    for n in range(25):
+        ws.write_config(f"p{n:02d}", memory=[], paths=[])
+    res = CliRunner().invoke(cli, ["--workspace", ws.root, "sync", "project", "x"])
+    assert res.stderr.rstrip("\n").endswith("p19, … (5 more)")
