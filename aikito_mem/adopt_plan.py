@@ -126,7 +126,7 @@ class StepResult:
 
 @attrs.frozen
 class AdoptReport:
-    """The result of ``aikito adopt`` (rendered by :mod:`aikito_mem.render_adopt`)."""
+    """The result of ``aikito adopt`` (rendered by :mod:`aikito_mem.render.adopt`)."""
 
     dry_run: bool
     outcome: AdoptOutcome

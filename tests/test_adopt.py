@@ -24,7 +24,7 @@ from aikito_mem.cli import cli
 from aikito_mem.config_edit import add_memory_reference
 from aikito_mem.errors import ConfigError
 from aikito_mem.model import Action
-from aikito_mem.render_adopt import json_document
+from aikito_mem.render.adopt import json_document
 from tests import mounts
 from tests.conftest import WS
 from tests.snapshots import changed, snapshot

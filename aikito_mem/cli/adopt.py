@@ -2,7 +2,7 @@
 workspace, list it in ``memory`` and link it back (docs/commands.md).
 
 A thin call into :func:`aikito_mem.adopt.adopt`, which returns an
-:class:`~aikito_mem.adopt_plan.AdoptReport`, rendered by :mod:`aikito_mem.render_adopt`.
+:class:`~aikito_mem.adopt_plan.AdoptReport`, rendered by :mod:`aikito_mem.render.adopt`.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ class AdoptView:
         self.dry_run = dry_run
 
     def render(self, report: AdoptReport) -> Output:
+        from aikito_mem.render.adopt import json_document, text_lines
         from aikito_mem.render.text import Display, Output, message_lines, printable
-        from aikito_mem.render_adopt import json_document, text_lines
 
         if self.as_json:
             return Output(report.exit_code, document=json_document(report))

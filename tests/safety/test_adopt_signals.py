@@ -22,7 +22,7 @@ from click.testing import CliRunner, Result
 from aikito_mem import adopt_plan, execute, fsutil, lock, treemove
 from aikito_mem.adopt import adopt
 from aikito_mem.cli import cli
-from aikito_mem.render_adopt import json_document
+from aikito_mem.render.adopt import json_document
 from tests import mounts
 from tests.conftest import WS
 from tests.snapshots import changed, snapshot
