@@ -377,10 +377,13 @@ def _apply(plan: Plan, locks: Locks) -> SyncResult:
 
     current: list[SegmentName] = []  # the segment being written
 
-    def result(outcome: str, success: bool, errors: dict[int, str] | None = None) -> SyncResult:
+    def result(outcome: str, success: bool, errors: dict[int, str] | None = None, *,
+               finished: bool = False) -> SyncResult:
+        """``finished``: every write of the unblocked segments was made (a run blocked
+        in part); otherwise a failure stops the segment in flight, or halts the run."""
         errs = errors or {}
         stopped = (current[-1], outcome) if not success and current else None
-        halted = outcome if not success and not current else None
+        halted = outcome if not success and not current and not finished else None
         return SyncResult(
             plan, _final_statuses(plan, applied, unknown), outcome,
             errors=tuple(errs.get(i) for i in range(len(plan.operations))),
@@ -459,7 +462,7 @@ def _apply(plan: Plan, locks: Locks) -> SyncResult:
     if blocked:
         # [E8]: the segments without conflicts were applied; the run is still blocked.
         error = _blocked_error(plan, partial=True)
-        error.result = result("blocked", False)
+        error.result = result("blocked", False, finished=True)
         raise error
     return result("applied" if changed else "unchanged", True)
 
