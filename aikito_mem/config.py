@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 from aikito_mem.candidates import candidates, raw_candidates
@@ -257,20 +257,34 @@ def _list_of_strings(
     return tuple(value)
 
 
+def _check_each(
+    items: tuple[str, ...],
+    key: str,
+    noun: str,
+    problem_of: Callable[[str], str | None],
+    rules: str,
+    code: str,
+    config_path: str,
+) -> None:
+    """Refuse the first entry of list ``key`` for which ``problem_of`` names a problem."""
+    for index, item in enumerate(items):
+        problem = problem_of(item)
+        if problem is not None:
+            raise ConfigError(
+                f"{config_path}: {key}[{index}] = {item!r} is not a valid {noun}: it "
+                f"{problem}; {rules} — fix or remove this entry",
+                code=code,
+                path=config_path,
+            )
+
+
 def _parse_memory(value: object, config_path: str) -> tuple[str, ...]:
     refs = _list_of_strings(
         value, "memory", "reference", "a reference below the workspace memory/ directory",
         '"team/conventions.md"', config_path,
     )
-    for index, ref in enumerate(refs):
-        problem = reference_problem(ref)
-        if problem is not None:
-            raise ConfigError(
-                f"{config_path}: memory[{index}] = {ref!r} is not a valid reference: it "
-                f"{problem}; {_REFERENCE_RULES} — fix or remove this entry",
-                code="config.reference_invalid",
-                path=config_path,
-            )
+    _check_each(refs, "memory", "reference", reference_problem, _REFERENCE_RULES,
+                "config.reference_invalid", config_path)
     _check_collisions(refs, config_path)
     return refs
 
@@ -330,15 +344,8 @@ def _parse_skills(value: object, config_path: str) -> tuple[str, ...]:
         value, "skills", "skill name", "a skill name: one directory of <workspace>/skills",
         '"review"', config_path,
     )
-    for index, name in enumerate(names):
-        problem = component_problem(name)
-        if problem is not None:
-            raise ConfigError(
-                f"{config_path}: skills[{index}] = {name!r} is not a valid skill name: it "
-                f"{problem}; {_SKILL_RULES} — fix or remove this entry",
-                code="config.skill_invalid",
-                path=config_path,
-            )
+    _check_each(names, "skills", "skill name", component_problem, _SKILL_RULES,
+                "config.skill_invalid", config_path)
     clash = first_clash(names, prefixes=False)
     if clash is not None:
         _raise_duplicate("skills", names, clash[1], clash[2], config_path)

@@ -87,41 +87,37 @@ def load_plan(data: bytes, *, path: str) -> Plan:
     try:
         return _load_plan(data, path=path)
     except RecursionError:
-        raise PlanFileError(
-            f"plan file {path!r} is nested deeper than the TOML reader allows (it was not "
-            f"written by aikito) — re-create it with {_remedy(path)}",
-            path=path,
-            code="plan.invalid",
-        ) from None
+        raise _unusable(path, "is nested deeper than the TOML reader allows (it was not "
+                        "written by aikito)") from None
+
+
+def _unusable(path: str, finding: str, *, code: str = "plan.invalid",
+              project: object = None) -> PlanFileError:
+    """The error of a plan file that cannot be used as it is: ``finding`` names what is
+    wrong with it; the remedy is to write it again."""
+    return PlanFileError(
+        f"plan file {path!r} {finding} — re-create it with {_remedy(path, project)}",
+        path=path,
+        code=code,
+    )
 
 
 def _load_plan(data: bytes, *, path: str) -> Plan:
-    label = f"plan file {path!r}"
     if not data.strip():
-        raise PlanFileError(
-            f"{label} is empty (it was truncated?) — re-create it with {_remedy(path)}",
-            path=path,
-            code="plan.invalid",
-        )
+        raise _unusable(path, "is empty (it was truncated?)")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise PlanFileError(
-            f"{label} is not valid UTF-8 (byte {exc.start}: {data[exc.start:exc.end]!r}); "
-            f"it was corrupted or not written by aikito — re-create it with "
-            f"{_remedy(path)}",
-            path=path,
-            code="plan.invalid",
+        raise _unusable(
+            path,
+            f"is not valid UTF-8 (byte {exc.start}: {data[exc.start:exc.end]!r}); "
+            "it was corrupted or not written by aikito",
         ) from None
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise PlanFileError(
-            f"{label} is not valid TOML ({exc}); it was truncated or corrupted — "
-            f"re-create it with {_remedy(path)}",
-            path=path,
-            code="plan.invalid",
-        ) from exc
+        raise _unusable(path, f"is not valid TOML ({exc}); it was truncated or corrupted") \
+            from exc
     raw_plan = document.get("plan")
     project = raw_plan.get("project") if isinstance(raw_plan, dict) else None
 
@@ -129,56 +125,35 @@ def _load_plan(data: bytes, *, path: str) -> Plan:
     if schema != PLAN_SCHEMA:
         found = "no schema" if schema is None else f"schema {schema!r}"
         raise PlanFileError(
-            f"{label} has {found}; expected {PLAN_SCHEMA!r} — re-create it with this "
-            f"version: {_remedy(path, project)}",
+            f"plan file {path!r} has {found}; expected {PLAN_SCHEMA!r} — re-create it with "
+            f"this version: {_remedy(path, project)}",
             path=path,
             code="plan.schema",
         )
     checksum = document.get("checksum")
     if not isinstance(checksum, str):
-        raise PlanFileError(
-            f"{label} has no checksum (it was edited or not written by aikito) — "
-            f"re-create it with {_remedy(path, project)}",
-            path=path,
-            code="plan.checksum",
-        )
+        raise _unusable(path, "has no checksum (it was edited or not written by aikito)",
+                        code="plan.checksum", project=project)
     extra = sorted(set(document) - _TOP_KEYS)
     if extra:
-        raise PlanFileError(
-            f"{label} has an unexpected key {extra[0]!r} (it was edited) — "
-            f"re-create it with {_remedy(path, project)}",
-            path=path,
-            code="plan.invalid",
-        )
+        raise _unusable(path, f"has an unexpected key {extra[0]!r} (it was edited)",
+                        project=project)
     if not isinstance(raw_plan, dict):
         found = "no [plan] table" if raw_plan is None else f"'plan' as {describe(raw_plan)}"
-        raise PlanFileError(
-            f"{label} has {found} (it was truncated or edited) — "
-            f"re-create it with {_remedy(path, project)}",
-            path=path,
-            code="plan.invalid",
-        )
+        raise _unusable(path, f"has {found} (it was truncated or edited)", project=project)
     try:
         actual = _checksum(raw_plan)
     except (TypeError, ValueError):
         actual = ""
     if actual != checksum:
-        raise PlanFileError(
-            f"{label} failed its checksum (it was edited or truncated) — "
-            f"re-create it with {_remedy(path, project)}",
-            path=path,
-            code="plan.checksum",
-        )
+        raise _unusable(path, "failed its checksum (it was edited or truncated)",
+                        code="plan.checksum", project=project)
     try:
         plan = decode_attrs(Plan, raw_plan, "plan")
         assert isinstance(plan, Plan)
         _check_plan(plan)
     except Invalid as exc:
-        raise PlanFileError(
-            f"{label} is invalid: {exc} — re-create it with {_remedy(path, project)}",
-            path=path,
-            code="plan.invalid",
-        ) from exc
+        raise _unusable(path, f"is invalid: {exc}", project=project) from exc
     return plan
 
 

@@ -42,11 +42,14 @@ class _State:
 _state = _State()
 
 
-def _error(signum: int) -> InterruptedError_:
-    name = signal.Signals(signum).name
+def interrupted_error(signum: int, *, noticed: bool = False) -> InterruptedError_:
+    """The error of signal ``signum``: raised at once (inside :func:`interruptible`, by
+    :func:`check`), or ``noticed`` by the command line after the work (or before it began).
+    """
+    after = "the signal was noticed" if noticed else "the signal"
     return InterruptedError_(
-        f"interrupted by {name}; no write was started after the signal — run the command "
-        "again to finish (it converges from whatever state was left)",
+        f"interrupted by {signal.Signals(signum).name}; no write was started after {after} — "
+        "run the command again to finish (it converges from whatever state was left)",
         signum=signum,
     )
 
@@ -55,7 +58,7 @@ def _handler(signum: int, frame: FrameType | None) -> None:
     if _state.received is None:
         _state.received = signum
     if _state.waiting > 0:
-        raise _error(_state.received)
+        raise interrupted_error(_state.received)
 
 
 def received() -> int | None:
@@ -66,7 +69,7 @@ def received() -> int | None:
 def check() -> None:
     """Raise :class:`InterruptedError_` if a signal was received.  Call before each write."""
     if _state.received is not None:
-        raise _error(_state.received)
+        raise interrupted_error(_state.received)
 
 
 def install() -> None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator
-from typing import IO, TYPE_CHECKING, Generic, NoReturn, Protocol, TypeVar
+from typing import IO, TYPE_CHECKING, Any, Generic, NoReturn, Protocol, TypeVar, cast
 
 import click
 
@@ -71,18 +71,34 @@ class Handler(Generic[R]):
         emit(self._view.render(report))
 
 
-def interruption(signum: int) -> InterruptedError_:
-    """The error of a signal the command noticed after its work (or before it began)."""
-    import signal
+class _Ending(Protocol):
+    """A frozen attrs report that carries the error it ended with."""
+
+    @property
+    def error(self) -> AikitoError | None: ...
+
+
+E = TypeVar("E", bound=_Ending)
+
+
+def end_interrupted(report: E, error: InterruptedError_) -> E:
+    """``report`` ended by ``error`` — unless a signal has ended it already (the first
+    interruption is the one reported); a :meth:`View.interrupted` for attrs reports."""
+    import attrs
 
     from aikito_mem.errors import InterruptedError_
 
-    name = signal.Signals(signum).name
-    return InterruptedError_(
-        f"interrupted by {name}; no write was started after the signal was noticed — run "
-        "the command again to finish (it converges from whatever state was left)",
-        signum=signum,
-    )
+    if isinstance(report.error, InterruptedError_):
+        return report  # already ended by the signal
+    ended: E = attrs.evolve(cast(Any, report), error=error)  # attrs classes all
+    return ended
+
+
+def interruption(signum: int) -> InterruptedError_:
+    """The error of a signal the command noticed after its work (or before it began)."""
+    from aikito_mem.signals import interrupted_error
+
+    return interrupted_error(signum, noticed=True)
 
 
 def environment_error(error: OSError, code: str) -> AikitoError:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from aikito_mem.cli.error_handler import error_handler
+from aikito_mem.cli.error_handler import end_interrupted, error_handler
 from aikito_mem.cli.options import color_option, json_option, use_color, workspace_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,13 +34,7 @@ class StatusView:
         return StatusReport(None, None, error=error)
 
     def interrupted(self, report: StatusReport, error: InterruptedError_) -> StatusReport:
-        import attrs
-
-        from aikito_mem.errors import InterruptedError_
-
-        if isinstance(report.error, InterruptedError_):
-            return report  # already ended by the signal
-        return attrs.evolve(report, error=error)
+        return end_interrupted(report, error)
 
 
 STATUS_EPILOG = """\b
