@@ -285,8 +285,6 @@ def test_edits_that_change_no_target_nor_detection_are_not_stale(
     """[G6]/[G3]: the plan records targets, agents, detection and the emptiness — not the
     registry's other keys nor the instructions' content."""
     w = build(tmp_path)
-    planfile = w.base / "plan.toml"
-    assert w.sync("--dry-run", "--out", str(planfile)).exit_code == 0
     project = Project.load("demo", workspace=str(w.ws))
     plan = project.plan()
     mutate(w)
@@ -294,9 +292,47 @@ def test_edits_that_change_no_target_nor_detection_are_not_stale(
     assert result.outcome == "applied"
     assert os.readlink(w.co / ".claude" / "CLAUDE.md") == w.instructions
     assert os.readlink(w.co / ".agents" / "skills" / "gamma") == w.skill("gamma")
-    # The saved plan is now NOOP where it planned CREATEs: the real run converged.
+
+
+@pytest.mark.parametrize("mutate", [registry_cosmetic_edit, agents_md_edited])
+def test_edits_that_change_no_target_nor_detection_do_not_stale_a_plan_file(
+        tmp_path: Path, mutate: Callable[[SegWorld], None]) -> None:
+    w = build(tmp_path)
+    planfile = w.base / "plan.toml"
+    assert w.sync("--dry-run", "--out", str(planfile)).exit_code == 0
+    mutate(w)
     res = CliRunner().invoke(cli, ["apply", str(planfile), "--json"])
-    assert res.exit_code in (0, 3), res.output
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["outcome"] == "applied"
+    assert os.readlink(w.co / ".claude" / "CLAUDE.md") == w.instructions
+
+
+def _swap_claude_for_symlink(w: SegWorld) -> None:
+    """``.claude`` (holding aikito's NOOP link) moved aside and replaced by a symlink to
+    it: every entry reads the same through the link, yet the parent is no longer real."""
+    moved = w.base / "moved-claude"
+    shutil.move(w.co / ".claude", moved)
+    os.symlink(moved, w.co / ".claude")
+
+
+def test_instruction_parent_swapped_for_a_symlink_is_stale(tmp_path: Path) -> None:
+    w = SegWorld(tmp_path)
+    assert w.sync().exit_code == 0
+    (w.ws / "skills" / "gamma").mkdir()
+    w.write_config(skills=("alpha", "beta", "gamma"))
+    project = Project.load("demo", workspace=str(w.ws))
+    plan = project.plan()
+    planfile = w.base / "plan.toml"
+    assert w.sync("--dry-run", "--out", str(planfile)).exit_code == 0
+    _swap_claude_for_symlink(w)
+    before = snapshot(*_world(w))
+    with pytest.raises(StalePlanError) as info:
+        project.execute(plan)
+    assert any(".claude" in d for d in info.value.differences), info.value.differences
+    res = CliRunner().invoke(cli, ["apply", str(planfile), "--json"])
+    assert res.exit_code == 3, res.output
+    assert changed(before, snapshot(*_world(w))) == set()
+    assert not os.path.lexists(w.co / ".agents" / "skills" / "gamma")
 
 
 # --------------------------------------------------------------------------- dry-run audit
