@@ -330,3 +330,72 @@ def test_blocked_text_output_names_only_writes_that_happened(world: SegWorld) ->
                     "+ .agents/skills/beta -> skills/beta",
                     "+ .claude/CLAUDE.md -> projects/demo/AGENTS.md",
                     "+ AGENTS.md -> projects/demo/AGENTS.md"]
+
+
+# --------------------------------------------------------------------------- more checkouts
+
+
+def test_a_segment_blocked_in_one_checkout_writes_nothing_in_any(world: SegWorld) -> None:
+    """[P3]/[E8]: a conflict blocks its segment in every checkout; the other segments
+    proceed in every checkout."""
+    co2 = world.base / "co2"
+    co2.mkdir()
+    (co2 / "notes.txt").write_text("foreign\n")
+    world.write_config(paths=[str(world.co), str(co2)])
+    block_skills(world)
+    before = snapshot(*world.roots(), world.home)
+    code, doc = world.json()
+    assert code == 1
+    check_segments(doc)
+    assert [doc["segments"][s]["outcome"] for s in ("skills", "instructions", "memory")] \
+        == ["blocked", "applied", "applied"]
+    assert not os.path.lexists(co2 / ".agents" / "skills")
+    assert not os.path.lexists(world.co / ".agents" / "skills" / "beta")
+    for co in (world.co, co2):
+        assert os.readlink(co / "AGENTS.md") == world.instructions
+        assert os.readlink(co / ".agents" / "memory" / "a.md") == f"{world.ws}/memory/a.md"
+    after = snapshot(*world.roots(), world.home)
+    assert before[f"{co2}/notes.txt"] == after[f"{co2}/notes.txt"]
+    assert before[f"{world.co}/.agents/skills/alpha/mine.md"] == \
+        after[f"{world.co}/.agents/skills/alpha/mine.md"]
+
+
+def test_offline_checkout_skips_every_skill_and_instruction_target(world: SegWorld) -> None:
+    """[G6]: an offline checkout gets a SKIP per skill and per instruction target."""
+    gone = world.base / "not-here"
+    world.write_config(paths=[str(world.co), str(gone)])
+    code, doc = world.json()
+    assert code == 0
+    check_segments(doc)
+    skips = sorted((op["segment"], op["resource"]) for op in doc["operations"]
+                   if op["action"] == "SKIP" and op["checkout"] == str(gone))
+    assert skips == [("instructions", ".claude/CLAUDE.md"), ("instructions", "AGENTS.md"),
+                     ("memory", "a.md"), ("skills", "alpha"), ("skills", "beta")]
+    assert not os.path.lexists(gone)
+
+
+def test_skills_no_longer_selected_and_legacy_instruction_link_are_unlinked(
+        world: SegWorld) -> None:
+    """[G2]: only aikito's own link for an unselected skill is removed; everything else in
+    ``.agents/skills`` is preserved with a warning.  [G4]: the legacy owned
+    ``.agents/AGENTS.md`` is removed."""
+    assert world.sync().exit_code == 0
+    skills = world.co / ".agents" / "skills"
+    os.symlink(world.base / "elsewhere", skills / "theirs")
+    (skills / "real").mkdir()
+    (skills / "note.txt").write_text("mine\n")
+    os.symlink(world.instructions, world.co / ".agents" / "AGENTS.md")
+    world.write_config(skills=("beta",))
+    before = snapshot(*world.roots(), world.home)
+    code, doc = world.json()
+    assert code == 0, doc
+    unlinks = sorted(op["target"] for op in doc["operations"] if op["action"] == "UNLINK")
+    assert unlinks == [f"{world.co}/.agents/AGENTS.md", f"{skills}/alpha"]
+    segs = {op["target"]: op["segment"] for op in doc["operations"]}
+    assert segs[f"{world.co}/.agents/AGENTS.md"] == "instructions"
+    assert segs[f"{skills}/alpha"] == "skills"
+    after = snapshot(*world.roots(), world.home)
+    assert changed(before, after) == {f"{skills}/alpha", str(skills),
+                                      f"{world.co}/.agents/AGENTS.md", f"{world.co}/.agents"}
+    assert sorted(os.listdir(skills)) == ["beta", "note.txt", "real", "theirs"]
+    assert any(f["severity"] == "warning" for f in doc["findings"]), doc["findings"]
