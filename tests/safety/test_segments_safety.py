@@ -564,3 +564,82 @@ def test_guard_rows_exist_for_every_writing_segment() -> None:
     assert not SEGMENTS[SegmentName.SKILLS].prunes
     assert not SEGMENTS[SegmentName.INSTRUCTIONS].prunes
 
+
+
+# --------------------------------------------------------------------------- races
+
+
+def _foreign(w: SegWorld) -> Path:
+    foreign = w.base / "foreign"
+    foreign.mkdir()
+    (foreign / "theirs.txt").write_text("someone else's\n")
+    return foreign
+
+
+def test_skills_root_swapped_during_execution_never_writes_into_the_foreign_directory(
+        world_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """[E4]: ``.agents/skills`` replaced by a symlink while the skills are written: the
+    next write finds its held directory moved and stops; the foreign directory is
+    untouched."""
+    w = SegWorld(world_path)
+    foreign = _foreign(w)
+    (w.co / ".agents" / "skills").mkdir(parents=True)
+    calls: list[str] = []
+
+    def user_swaps(op: Operation) -> None:
+        calls.append(op.target)
+        if len(calls) == 1:
+            os.rename(w.co / ".agents" / "skills", w.base / "moved-skills")
+            os.symlink(foreign, w.co / ".agents" / "skills")
+
+    monkeypatch.setattr(execute_mod, "before_write", user_swaps)
+    before = snapshot(foreign)
+    res = w.sync()
+    assert res.exit_code == 3, res.output
+    assert changed(before, snapshot(foreign)) == set()
+    assert len(calls) == 1
+    assert not os.path.lexists(w.co / "AGENTS.md")  # later segments never started
+
+
+def test_instruction_parent_appearing_as_a_symlink_is_never_written_through(
+        world_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """[G4]/[E4]: ``.claude`` (missing when planned, to be created) appears as a symlink
+    to a foreign directory just before the instructions are written: ``O_NOFOLLOW``
+    refuses it, the run stops with exit 3, nothing is written there."""
+    w = SegWorld(world_path)
+    foreign = _foreign(w)
+
+    def user_links(op: Operation) -> None:
+        if op.target.endswith("/.agents/skills/beta"):
+            os.symlink(foreign, w.co / ".claude")
+
+    monkeypatch.setattr(execute_mod, "before_write", user_links)
+    before = snapshot(foreign)
+    code, doc = w.json()
+    assert code == 3, doc
+    assert changed(before, snapshot(foreign)) == set()
+    assert doc["segments"]["skills"]["outcome"] == "applied"
+    assert doc["segments"]["instructions"]["outcome"] == "stale"
+    assert doc["segments"]["memory"]["outcome"] == "stale"
+    assert not os.path.lexists(w.co / ".agents" / "memory")
+
+
+@pytest.mark.parametrize("segment", ["skills", "instructions"])
+def test_target_appearing_in_the_window_is_never_clobbered(
+        world_path: Path, segment: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    w = SegWorld(world_path)
+    target = {"skills": w.co / ".agents" / "skills" / "alpha",
+              "instructions": w.co / "AGENTS.md"}[segment]
+
+    def user_writes(op: Operation) -> None:
+        if op.target == str(target):
+            target.write_text("the user's, just now\n")
+
+    monkeypatch.setattr(execute_mod, "before_write", user_writes)
+    assert w.sync().exit_code == 3
+    assert target.read_text() == "the user's, just now\n"
+
+
+@pytest.fixture
+def world_path(tmp_path: Path) -> Path:
+    return tmp_path
