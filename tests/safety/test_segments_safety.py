@@ -643,3 +643,80 @@ def test_target_appearing_in_the_window_is_never_clobbered(
 @pytest.fixture
 def world_path(tmp_path: Path) -> Path:
     return tmp_path
+
+
+# --------------------------------------------------------------------------- property
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from tests.conftest import fs_examples  # noqa: E402
+
+STATES = ("absent", "owned", "foreign_link", "file", "dir")
+
+
+def _put(path: Path, state: str, owned: str, base: Path) -> None:
+    if state == "absent":
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if state == "owned":
+        os.symlink(owned, path)
+    elif state == "foreign_link":
+        os.symlink(base / "elsewhere", path)
+    elif state == "file":
+        path.write_text("the user's\n")
+    else:
+        path.mkdir()
+        (path / "inside.txt").write_text("the user's\n")
+
+
+@settings(max_examples=fs_examples(25))
+@given(alpha=st.sampled_from(STATES), beta=st.sampled_from(STATES),
+       agents=st.sampled_from(STATES), claude=st.sampled_from(STATES),
+       claude_dir=st.sampled_from(("absent", "dir", "file", "symlink")),
+       source=st.sampled_from(("content", "empty", "absent")))
+def test_any_interference_dry_run_equals_real_run_and_foreign_entries_survive(
+        tmp_path_factory: pytest.TempPathFactory, alpha: str, beta: str, agents: str,
+        claude: str, claude_dir: str, source: str) -> None:
+    """[E7]/[G2]/[G4]: whatever the user put at skill and instruction targets and their
+    parents, the dry run's exit code and operations are the real run's; nothing the
+    engine does not own is changed; the next run has nothing left to write outside the
+    blocked segments ([E6])."""
+    w = SegWorld(tmp_path_factory.mktemp("prop"))
+    skills = w.co / ".agents" / "skills"
+    _put(skills / "alpha", alpha, w.skill("alpha"), w.base)
+    _put(skills / "beta", beta, w.skill("beta"), w.base)
+    _put(w.co / "AGENTS.md", agents, w.instructions, w.base)
+    if claude_dir == "file":
+        (w.co / ".claude").write_text("the user's\n")
+    elif claude_dir == "symlink":
+        (w.base / "foreign-claude").mkdir()
+        os.symlink(w.base / "foreign-claude", w.co / ".claude")
+    else:
+        if claude_dir == "dir":
+            (w.co / ".claude").mkdir()
+        if claude_dir == "dir" or claude != "absent":
+            _put(w.co / ".claude" / "CLAUDE.md", claude, w.instructions, w.base)
+    if source == "empty":
+        w.agents_md.write_text("\n")
+    elif source == "absent":
+        w.agents_md.unlink()
+    before = snapshot(w.base, w.home)
+    dry_code, dry = w.json("--dry-run")
+    assert changed(before, snapshot(w.base, w.home)) == set()
+    code, doc = w.json()
+    assert code == dry_code, (dry, doc)
+    key = [(op["segment"], op["action"], op["target"]) for op in dry["operations"]]
+    assert key == [(op["segment"], op["action"], op["target"]) for op in doc["operations"]]
+    after = snapshot(w.base, w.home)
+    owned = {w.skill("alpha"), w.skill("beta"), w.instructions, f"{w.ws}/memory/a.md"}
+    for path, entry in before.items():
+        literal = entry[5][3:] if entry[5].startswith("-> ") else None
+        if literal in owned or entry[0] & 0o170000 == 0o040000:
+            continue  # aikito's own links may go; directories' times change
+        assert after.get(path) == entry, path
+    again_code, again = w.json("--dry-run")
+    blocked = {s for s, v in again["segments"].items() if v["outcome"] == "blocked"}
+    assert not [op for op in again["operations"]
+                if op["action"] in ("CREATE", "UNLINK") and op["segment"] not in blocked]
+    assert again_code in (0, 1)
