@@ -8,6 +8,10 @@
 - The writer's just-in-time ownership re-read before an unlink ([E4]): a link swapped for
   a foreign one between verification and its unlink is never removed, in every segment.
 - The guard's rows for skills and instructions ([E9]): hand-made writes refused.
+- Races during execution ([E4]): ``.agents/skills`` or ``.claude`` swapped for a symlink,
+  a target appearing in the window — never written through, never clobbered.
+- A bounded property over user interference at every skill and instruction target and
+  their parents: dry run equals real run, foreign entries survive, the next run converges.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from typing import Any
 import attrs
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aikito_mem import Project
 from aikito_mem import execute as execute_mod
@@ -29,6 +35,7 @@ from aikito_mem.cli import cli
 from aikito_mem.errors import StalePlanError, UnsafePlanError
 from aikito_mem.model import Action, Operation, Plan, SegmentName
 from aikito_mem.observe import lstat_link
+from tests.conftest import fs_examples
 from tests.snapshots import changed, snapshot
 from tests.test_segments_cli import SegWorld
 
@@ -569,6 +576,11 @@ def test_guard_rows_exist_for_every_writing_segment() -> None:
 # --------------------------------------------------------------------------- races
 
 
+@pytest.fixture
+def world_path(tmp_path: Path) -> Path:
+    return tmp_path
+
+
 def _foreign(w: SegWorld) -> Path:
     foreign = w.base / "foreign"
     foreign.mkdir()
@@ -640,17 +652,8 @@ def test_target_appearing_in_the_window_is_never_clobbered(
     assert target.read_text() == "the user's, just now\n"
 
 
-@pytest.fixture
-def world_path(tmp_path: Path) -> Path:
-    return tmp_path
-
 
 # --------------------------------------------------------------------------- property
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from tests.conftest import fs_examples  # noqa: E402
 
 STATES = ("absent", "owned", "foreign_link", "file", "dir")
 
