@@ -399,3 +399,32 @@ def test_skills_no_longer_selected_and_legacy_instruction_link_are_unlinked(
                                       f"{world.co}/.agents/AGENTS.md", f"{world.co}/.agents"}
     assert sorted(os.listdir(skills)) == ["beta", "note.txt", "real", "theirs"]
     assert any(f["severity"] == "warning" for f in doc["findings"]), doc["findings"]
+
+
+# --------------------------------------------------------------------------- the API
+
+
+@pytest.mark.parametrize("blocked", COMBOS, ids=["+".join(c) for c in COMBOS])
+def test_api_result_carries_each_segments_own_outcome(world: SegWorld,
+                                                      blocked: tuple[str, ...]) -> None:
+    """[E8] through ``Project.sync``: the ConflictError's result names each segment's own
+    outcome; ``success`` is the conjunction of the segments'."""
+    from aikito_mem import Project
+    from aikito_mem.errors import ConflictError
+
+    for name in blocked:
+        BLOCKERS[name](world)
+    project = Project.load("demo", workspace=str(world.ws))
+    planned = project.dry_run()
+    with pytest.raises(ConflictError) as info:
+        project.sync()
+    result = info.value.result
+    assert result is not None and info.value.exit_code == 1
+    assert result.outcome == planned.outcome == "blocked"
+    words = {s.name: (s.outcome, s.success) for s in result.segments}
+    for name in BLOCKERS:
+        want = ("blocked", False) if name in blocked else ("applied", True)
+        assert words[name] == want, (name, words)
+        dry = {s.name: s.outcome for s in planned.segments}[name]
+        assert dry == ("blocked" if name in blocked else "planned")
+    assert result.success is False
