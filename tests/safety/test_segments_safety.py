@@ -113,6 +113,14 @@ def agents_md_becomes_link_outside(w: SegWorld) -> None:
     os.symlink(outside, w.agents_md)
 
 
+def agents_md_becomes_link_inside(w: SegWorld) -> None:
+    """Still content, through a link inside the workspace ([G3]): a different source."""
+    shared = w.ws / "shared-rules.md"
+    shared.write_text("# Rules\nbe careful\n")
+    w.agents_md.unlink()
+    os.symlink("../../shared-rules.md", w.agents_md)
+
+
 def agents_md_filled(w: SegWorld) -> None:
     w.agents_md.write_text("# Rules again\n")
 
@@ -191,6 +199,7 @@ STALE: dict[str, tuple[Callable[[SegWorld], None], str, bool]] = {
     "agents_md_emptied": (agents_md_emptied, "AGENTS.md", False),
     "agents_md_deleted": (agents_md_deleted, "AGENTS.md", False),
     "agents_md_becomes_link_outside": (agents_md_becomes_link_outside, "AGENTS.md", False),
+    "agents_md_becomes_link_inside": (agents_md_becomes_link_inside, "AGENTS.md", False),
     "agents_md_filled": (agents_md_filled, "AGENTS.md", True),
     "agents_md_deleted_while_empty": (agents_md_deleted, "AGENTS.md", True),
     "registry_target_changed": (registry_target_changed, "instruction targets", False),
