@@ -1,5 +1,6 @@
-"""A stateful model of users, configuration edits and aikito runs over a real directory tree
-(issue 4, deliverable 1).
+"""Stateful models of users, configuration edits and aikito runs over a real directory tree:
+:class:`SafetyMachine` for memory and :class:`SegmentsMachine` for the skills and project
+instructions segments of §13 (with a small memory list beside them).
 
 One :class:`SafetyMachine` run owns a fresh temporary directory ``D`` holding the
 workspace ``D/ws``, the checkout ``D/co``, an ``outside`` directory that foreign links point
@@ -44,7 +45,7 @@ import tomli_w
 from click.testing import CliRunner
 from hypothesis import event, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from aikito_mem import Project
 from aikito_mem.cli import cli
@@ -494,6 +495,320 @@ class SafetyMachine(RuleBasedStateMachine):
                     assert any(literal_resolves_to(literal, dirpath, c) for c in cands)
 
 
+# -- skills and project instructions (§13) ------------------------------------------------
+
+#: Skills that may be selected; ``zeta`` is never selected (a user's entry, or a stale one).
+SKILLS = ["alpha", "beta", "gamma"]
+SKILL_SPOTS = [*SKILLS, "zeta"]
+#: The registry files a rule may add or remove, and the target each names ([G3]).
+AGENTS = {"codex": "AGENTS.md", "claude-code": ".claude/CLAUDE.md"}
+INSTRUCTION_TARGETS = list(AGENTS.values())
+SEGMENT_PARENTS = [".agents", ".agents/skills", ".claude"]
+SKILL_KINDS = ["file", "dir", "dir_with_file", "foreign_link", "dangling", "other_skill"]
+INSTRUCTION_KINDS = ["file", "dir", "foreign_link", "dangling"]
+
+
+class SegmentsMachine(RuleBasedStateMachine):
+    """Users, configuration and registry edits and aikito runs over the skills and
+    instructions segments (with a small memory list beside them): ``D/ws``, the checkout
+    ``D/co`` and ``outside``.  Detection of ``claude-code`` is ``$HOME/.claude``, toggled by
+    a rule.  Invariants after every step: foreign entries unchanged; every other link at a
+    skill or instruction target is owned, its literal exactly the canonical source; nothing
+    outside the checkout changes; a dry run and a wholly refused run change nothing; after a
+    run, every segment without a conflict re-plans as NOOP/SKIP only ([G7], [E6])."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.d = os.path.realpath(tempfile.mkdtemp(prefix="aikito-segments-"))
+        d = self.d
+        self.ws, self.co, self.outside = f"{d}/ws", f"{d}/co", f"{d}/outside"
+        for p in (f"{self.ws}/memory", f"{self.ws}/projects/demo", f"{self.ws}/agents",
+                  f"{self.ws}/skills", self.co, f"{self.outside}/dir"):
+            os.makedirs(p)
+        with open(f"{self.outside}/secret.md", "w") as fh:
+            fh.write("outside\n")
+        with open(f"{self.ws}/memory/a.md", "w") as fh:
+            fh.write("a\n")
+        for name in SKILL_SPOTS:
+            self._make_skill(name)
+        self.instructions = f"{self.ws}/projects/demo/AGENTS.md"
+        with open(self.instructions, "w") as fh:
+            fh.write("# rules\n")
+        for agent in AGENTS:
+            self._write_agent(agent)
+        self.home = os.environ["HOME"]  # the suite's throw-away home ([G4] detection)
+        shutil.rmtree(f"{self.home}/.claude", ignore_errors=True)
+        os.mkdir(f"{self.home}/.claude")
+        self.skills: list[str] = ["alpha"]
+        self.foreign: dict[str, tuple[object, ...]] = {}
+        self.counter = 0
+        with open(f"{self.co}/README.md", "w") as fh:
+            fh.write("the user's own\n")
+        self._foreign_put(f"{self.co}/README.md")
+        self._write_config()
+
+    def teardown(self) -> None:
+        shutil.rmtree(self.d, ignore_errors=True)
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _make_skill(self, name: str) -> None:
+        os.makedirs(f"{self.ws}/skills/{name}", exist_ok=True)
+        with open(f"{self.ws}/skills/{name}/SKILL.md", "w") as fh:
+            fh.write(f"# {name}\n")
+
+    def _write_agent(self, agent: str) -> None:
+        with open(f"{self.ws}/agents/{agent}.toml", "w") as fh:
+            fh.write(f'[agents.{agent}]\ndisplay_name = "{agent}"\n'
+                     f'project_instruction_path = "{AGENTS[agent]}"\n'
+                     f'[agents.{agent}.detect]\npaths = [".{agent.split("-")[0]}"]\n')
+
+    def _write_config(self) -> None:
+        doc = {"paths": [self.co], "skills": list(self.skills), "memory": ["a.md"]}
+        with open(f"{self.ws}/projects/demo/agent.toml", "w") as fh:
+            fh.write(tomli_w.dumps(doc))
+
+    def _project(self) -> Project:
+        return Project.load("demo", workspace=self.ws)
+
+    def _foreign_put(self, path: str) -> None:
+        sig = _sig(path)
+        assert sig is not None
+        self.foreign[path] = sig
+
+    def _mkdirs_user(self, path: str) -> None:
+        missing = []
+        parent = os.path.dirname(path)
+        while not os.path.lexists(parent):
+            missing.append(parent)
+            parent = os.path.dirname(parent)
+        for p in reversed(missing):
+            os.mkdir(p)
+            self._foreign_put(p)
+
+    def _outside_co(self) -> dict[str, tuple[object, ...]]:
+        return snapshot(self.d, skip=(self.co,))
+
+    def _user_link_or_file(self, path: str, kind: str, other: str) -> None:
+        self.counter += 1
+        if kind == "file":
+            with open(path, "w") as fh:
+                fh.write(f"user file {self.counter}\n")
+        elif kind in ("dir", "dir_with_file"):
+            os.mkdir(path)
+            if kind == "dir_with_file":
+                self._foreign_put(path)
+                path = f"{path}/mine.txt"
+                with open(path, "w") as fh:
+                    fh.write("mine\n")
+        elif kind == "foreign_link":
+            os.symlink(f"{self.outside}/secret.md", path)
+        elif kind == "dangling":
+            os.symlink(f"{self.outside}/nowhere-{self.counter}", path)
+        else:  # a link to another skill's canonical source: not this target's owner
+            os.symlink(f"{self.ws}/skills/{other}", path)
+        self._foreign_put(path)
+
+    def _run(self, how: str) -> None:
+        before_all = snapshot(self.d)
+        before_out = self._outside_co()
+        wrote_nothing = False
+        plan: Plan | None = None
+        if how == "cli":
+            res = CliRunner().invoke(cli, ["--workspace", self.ws, "sync", "project", "demo",
+                                           "--json"], catch_exceptions=True)
+            if res.exception is not None and not isinstance(res.exception, SystemExit):
+                raise res.exception
+            assert res.exit_code in (0, 1), (res.exit_code, res.output)
+            doc = json.loads(res.stdout)
+            event(f"segments cli: {doc['outcome']}")
+            wrote_nothing = all(op["status"] != "applied" for op in doc["operations"])
+        else:
+            try:
+                if how == "sync":
+                    result = self._project().sync()
+                else:
+                    project = self._project()
+                    result = project.execute(project.plan())
+                event(f"segments {how}: {result.outcome}")
+                plan = result.plan
+            except ConflictError as exc:
+                event(f"segments {how}: blocked")
+                assert exc.result is not None
+                plan = exc.result.plan
+                wrote_nothing = all(s is not Status.APPLIED for s in exc.result.statuses)
+        assert self._outside_co() == before_out, "aikito wrote outside the checkout"
+        if wrote_nothing:
+            assert snapshot(self.d) == before_all, "a run that applied nothing wrote"
+        if plan is not None:
+            for op in plan.operations:
+                if op.action is Action.CREATE and op.source is not None:
+                    assert not os.path.lexists(op.target) or op.target in self.foreign \
+                        or os.readlink(op.target) == op.source or \
+                        op.segment in plan.blocked_segments
+        self._assert_converged()
+
+    def _assert_converged(self) -> None:
+        """Every segment without a conflict re-plans as NOOP/SKIP only (a second sync
+        would perform no mutating syscall, [G7])."""
+        plan = self._project().plan()
+        bad = [op for op in plan.operations if op.segment not in plan.blocked_segments
+               and op.action not in (Action.NOOP, Action.SKIP)]
+        assert not bad, f"after a sync the re-plan still has {bad}"
+
+    @initialize(planted=st.lists(st.tuples(st.sampled_from(SKILL_SPOTS),
+                                           st.sampled_from(SKILL_KINDS)), max_size=3),
+                instruction=st.sampled_from([None, *INSTRUCTION_KINDS]),
+                first_sync=st.booleans())
+    def start(self, planted: list[tuple[str, str]], instruction: str | None,
+              first_sync: bool) -> None:
+        """Every run starts with some of the user's own entries among the skills and at
+        ``.claude/CLAUDE.md`` (after a first sync or before any)."""
+        if first_sync:
+            self._run("sync")
+        for name, kind in planted:
+            self.user_puts_skill(name, kind, "gamma")
+        if instruction is not None:
+            self.user_puts_instruction(".claude/CLAUDE.md", instruction)
+
+    # -- configuration and workspace ---------------------------------------------------------
+
+    @rule(name=st.sampled_from(SKILLS))
+    def add_skill(self, name: str) -> None:
+        if name not in self.skills:
+            self.skills.append(name)
+            self._write_config()
+
+    @rule(name=st.sampled_from(SKILLS))
+    def remove_skill(self, name: str) -> None:
+        if name in self.skills:
+            self.skills.remove(name)
+            self._write_config()
+
+    @rule(name=st.sampled_from(SKILLS), recreate=st.booleans())
+    def delete_skill_source(self, name: str, recreate: bool) -> None:
+        shutil.rmtree(f"{self.ws}/skills/{name}", ignore_errors=True)
+        if recreate:
+            self._make_skill(name)
+
+    @rule(state=st.sampled_from(["content", "blank", "empty", "absent"]))
+    def agents_md(self, state: str) -> None:
+        if state == "absent":
+            if os.path.lexists(self.instructions):
+                os.unlink(self.instructions)
+            return
+        with open(self.instructions, "w") as fh:
+            fh.write({"content": "# rules\n", "blank": " \n\t\n", "empty": ""}[state])
+
+    @rule(agent=st.sampled_from(list(AGENTS)), present=st.booleans())
+    def registry_file(self, agent: str, present: bool) -> None:
+        path = f"{self.ws}/agents/{agent}.toml"
+        if present:
+            self._write_agent(agent)
+        elif os.path.lexists(path):
+            os.unlink(path)
+
+    @rule(present=st.booleans())
+    def claude_installed(self, present: bool) -> None:
+        path = f"{self.home}/.claude"
+        if present and not os.path.lexists(path):
+            os.mkdir(path)
+        elif not present and os.path.lexists(path):
+            shutil.rmtree(path)
+
+    # -- the user in the checkout --------------------------------------------------------
+
+    @rule(name=st.sampled_from(SKILL_SPOTS), kind=st.sampled_from(SKILL_KINDS),
+          other=st.sampled_from(SKILLS))
+    def user_puts_skill(self, name: str, kind: str, other: str) -> None:
+        rel = f".agents/skills/{name}"
+        path = f"{self.co}/{rel}"
+        if os.path.lexists(path) or not _real_dirs_upto(self.co, rel):
+            return
+        if kind == "other_skill" and other == name:
+            other = "beta" if name != "beta" else "gamma"
+        self._mkdirs_user(path)
+        self._user_link_or_file(path, kind, other)
+
+    @rule(rel=st.sampled_from(INSTRUCTION_TARGETS), kind=st.sampled_from(INSTRUCTION_KINDS))
+    def user_puts_instruction(self, rel: str, kind: str) -> None:
+        path = f"{self.co}/{rel}"
+        if os.path.lexists(path) or not _real_dirs_upto(self.co, rel):
+            return
+        self._mkdirs_user(path)
+        self._user_link_or_file(path, kind, "alpha")
+
+    @rule(rel=st.sampled_from(SEGMENT_PARENTS),
+          kind=st.sampled_from(["file", "outside_dir_link", "dangling"]))
+    def user_replaces_parent(self, rel: str, kind: str) -> None:
+        path = f"{self.co}/{rel}"
+        if os.path.lexists(path) or not _real_dirs_upto(self.co, rel):
+            return
+        self._mkdirs_user(path)
+        if kind == "file":
+            with open(path, "w") as fh:
+                fh.write("not a directory\n")
+        elif kind == "outside_dir_link":
+            os.symlink(f"{self.outside}/dir", path)
+        else:
+            os.symlink(f"{self.outside}/gone", path)
+        self._foreign_put(path)
+
+    @rule(i=st.integers(0, 1000))
+    def user_cleans_up(self, i: int) -> None:
+        candidates = sorted(p for p in self.foreign if p != f"{self.co}/README.md")
+        if not candidates:
+            return
+        path = candidates[i % len(candidates)]
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+        for p in [p for p in self.foreign if p == path or p.startswith(path + "/")]:
+            del self.foreign[p]
+
+    @rule(rel=st.sampled_from([*(f".agents/skills/{n}" for n in SKILLS),
+                               *INSTRUCTION_TARGETS]))
+    def user_deletes_aikito_link(self, rel: str) -> None:
+        path = f"{self.co}/{rel}"
+        if path not in self.foreign and _real_dirs_upto(self.co, rel) and os.path.islink(path):
+            os.unlink(path)
+
+    # -- aikito --------------------------------------------------------------------------
+
+    @rule(how=st.sampled_from(["sync", "plan_execute", "cli"]))
+    def sync(self, how: str) -> None:
+        self._run(how)
+
+    @rule()
+    def dry_run(self) -> None:
+        before = snapshot(self.d)
+        self._project().dry_run()
+        assert snapshot(self.d) == before, "a dry run wrote something"
+
+    # -- invariants ----------------------------------------------------------------------
+
+    @invariant()
+    def foreign_entries_unchanged(self) -> None:
+        for path, sig in self.foreign.items():
+            assert _sig(path) == sig, f"foreign entry {path} changed: {sig} -> {_sig(path)}"
+
+    @invariant()
+    def every_other_link_is_owned(self) -> None:
+        skills = f"{self.co}/.agents/skills"
+        places: list[tuple[str, str]] = []
+        if os.path.isdir(skills) and not os.path.islink(skills) and \
+                _real_dirs_upto(self.co, ".agents/skills/x"):
+            places += [(f"{skills}/{n}", f"{self.ws}/skills/{n}") for n in os.listdir(skills)]
+        for rel in INSTRUCTION_TARGETS:
+            if _real_dirs_upto(self.co, rel):
+                places.append((f"{self.co}/{rel}", self.instructions))
+        for path, canonical in places:
+            if os.path.islink(path) and path not in self.foreign:
+                assert os.readlink(path) == canonical, (path, os.readlink(path))
+
+
+
 def _machine_settings(*, long: bool = False) -> settings:
     """Examples and steps from the active profile, bounded: the default machine keeps
     ``make test`` (profile ``ci``: 40 examples × 50 steps) well under its budget; the
@@ -517,6 +832,9 @@ class LongSafetyMachine(SafetyMachine):
 
 
 LongSafetyMachine.TestCase.settings = _machine_settings(long=True)
+
+SegmentsMachine.TestCase.settings = _machine_settings()
+TestSegmentsMachine = SegmentsMachine.TestCase
 
 
 @pytest.mark.slow
