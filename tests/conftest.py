@@ -1,29 +1,22 @@
-"""Shared test set-up: hypothesis profiles, ``--run-slow``, the home guard and the
-temporary-workspace builder :class:`WS` (fixture ``ws``).
+"""Fixtures, hypothesis profiles and ``--run-slow``; the helpers themselves live in
+:mod:`tests.helpers`.
 
-Other test files use the builder like this::
-
-    from tests.conftest import WS          # ``tests`` is a package
-
-    def test_something(ws: WS) -> None:
-        ws.add_file("team/a.md", "hello")
-        ws.write_config("demo", memory=["team/a.md"], paths=[ws.checkout("co")])
-        plan = ws.project("demo").plan()
-
-Every path :class:`WS` returns is an absolute, physical ``str`` (the workspace root is
-``realpath``-ed once, as [W1] requires of the engine), so it can be compared directly with
-the paths in a :class:`~aikito_mem.model.Plan`.
+Fixtures: the autouse home guard (:func:`tests.helpers.home.isolate_home` for every
+test), ``ws`` (a fresh :class:`~tests.helpers.workspace.WS`), ``checkout`` and ``tmpfs``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-import tomli_w
 from hypothesis import HealthCheck, settings
+
+from tests.helpers import mounts
+from tests.helpers.home import isolate_home
+from tests.helpers.workspace import WS
 
 # --------------------------------------------------------------------- hypothesis profiles
 
@@ -45,14 +38,6 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "dev")
 
-
-def fs_examples(n: int = 30) -> int:
-    """Example budget for hypothesis tests that touch the real filesystem: at most ``n``
-    under ``ci``/``dev``, the profile's own count under ``long``."""
-    current = settings().max_examples
-    return current if current > 100 else min(n, current)
-
-
 # --------------------------------------------------------------------- --run-slow
 
 
@@ -72,130 +57,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-# --------------------------------------------------------------------- home guard
+# --------------------------------------------------------------------- fixtures
 
 
 @pytest.fixture(autouse=True)
 def _isolated_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> Path:
-    """Point ``HOME`` and ``XDG_CONFIG_HOME`` at a fresh temporary directory and unset
-    ``AIKITO_DIR`` for every test, so workspace discovery can never find (or write into)
-    the real home of whoever runs the suite."""
-    home = tmp_path_factory.mktemp("home")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.delenv("AIKITO_DIR", raising=False)
-    return home
-
-
-# --------------------------------------------------------------------- workspace builder
-
-
-class WS:
-    """A temporary workspace (``<base>/ws``) plus a place for checkouts (``<base>/co``).
-
-    ``root`` is the physical workspace root; ``projects/`` and ``memory/`` exist from the
-    start.  Methods return absolute ``str`` paths.
-    """
-
-    def __init__(self, base: Path | str) -> None:
-        base = Path(os.path.realpath(base))
-        self.base = base
-        self.root = str(base / "ws")
-        self.checkouts_dir = str(base / "co")
-        os.makedirs(f"{self.root}/projects", exist_ok=True)
-        os.makedirs(f"{self.root}/memory", exist_ok=True)
-        os.makedirs(self.checkouts_dir, exist_ok=True)
-
-    # -- workspace memory ---------------------------------------------------------------
-
-    def memory_path(self, ref: str) -> str:
-        """``<ws>/memory/<ref>``: the canonical source of ``ref`` ([S1])."""
-        return f"{self.root}/memory/{ref}"
-
-    def add_file(self, ref: str, content: str = "") -> str:
-        """Create the regular file ``<ws>/memory/<ref>`` (parents as needed)."""
-        path = self.memory_path(ref)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        Path(path).write_text(content, encoding="utf-8")
-        return path
-
-    def add_dir(self, ref: str) -> str:
-        """Create the directory ``<ws>/memory/<ref>`` (parents as needed)."""
-        path = self.memory_path(ref)
-        os.makedirs(path, exist_ok=True)
-        return path
-
-    # -- projects -----------------------------------------------------------------------
-
-    def config_path(self, project: str) -> str:
-        return f"{self.root}/projects/{project}/agent.toml"
-
-    def write_config(
-        self,
-        project: str,
-        memory: Sequence[str] | None = None,
-        paths: Sequence[str] | Mapping[str, str] | None = None,
-        raw: str | bytes | None = None,
-    ) -> str:
-        """Write ``projects/<project>/agent.toml`` and return its path.
-
-        With ``raw`` the exact text/bytes are written; otherwise a TOML document with
-        ``memory`` (omitted when ``None``) and ``paths`` (a list or a label → path table;
-        omitted when ``None``).
-        """
-        path = self.config_path(project)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        if raw is None:
-            doc: dict[str, object] = {}
-            if memory is not None:
-                doc["memory"] = list(memory)
-            if paths is not None:
-                doc["paths"] = dict(paths) if isinstance(paths, Mapping) else list(paths)
-            raw = tomli_w.dumps(doc)
-        data = raw.encode("utf-8") if isinstance(raw, str) else raw
-        Path(path).write_bytes(data)
-        return path
-
-    def notes_path(self, project: str, legacy: bool = False) -> str:
-        """The current (``projects/<p>/memory/notes``) or legacy (``memory/<p>/notes``)
-        notes location ([S2])."""
-        if legacy:
-            return f"{self.root}/memory/{project}/notes"
-        return f"{self.root}/projects/{project}/memory/notes"
-
-    def add_notes(self, project: str, legacy: bool = False) -> str:
-        """Create the project's notes directory (current or legacy) with one note in it."""
-        path = self.notes_path(project, legacy)
-        os.makedirs(path, exist_ok=True)
-        Path(path, "note.md").write_text("a note\n", encoding="utf-8")
-        return path
-
-    # -- checkouts ----------------------------------------------------------------------
-
-    def checkout(self, name: str) -> str:
-        """Create (if needed) the checkout directory ``<base>/co/<name>``; return its path."""
-        path = f"{self.checkouts_dir}/{name}"
-        os.makedirs(path, exist_ok=True)
-        return path
-
-    def runtime(self, checkout: str, rel: str = "") -> str:
-        """``<checkout>/.agents/memory[/<rel>]``."""
-        base = f"{checkout}/.agents/memory"
-        return f"{base}/{rel}" if rel else base
-
-    def project(self, name: str):  # type: ignore[no-untyped-def]
-        """``Project.load(name, workspace=root)`` with the current (guarded) environment."""
-        from aikito_mem import Project
-
-        return Project.load(name, workspace=self.root)
-
-
-def make_workspace(base: Path | str) -> WS:
-    """A :class:`WS` rooted at ``base`` (use inside hypothesis tests with a per-example
-    directory from ``tmp_path_factory``)."""
-    return WS(base)
+    """Every test runs with a fresh temporary home ([W1] discovery can never find, or
+    write into, the real home of whoever runs the suite)."""
+    return isolate_home(monkeypatch, tmp_path_factory.mktemp("home"))
 
 
 @pytest.fixture
@@ -205,6 +76,13 @@ def ws(tmp_path: Path) -> WS:
 
 
 @pytest.fixture
-def checkout(ws: WS):  # type: ignore[no-untyped-def]
+def checkout(ws: WS) -> Callable[[str], str]:
     """A factory: ``checkout("name")`` creates a checkout directory and returns its path."""
     return ws.checkout
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A tmpfs mounted at ``<tmp_path>/tmpfs`` for this test (root only; else skipped)."""
+    with mounts.tmpfs(tmp_path / "tmpfs") as mnt:
+        yield mnt

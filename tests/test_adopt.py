@@ -10,7 +10,6 @@ import json
 import os
 import stat
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +24,8 @@ from aikito_mem.config_edit import add_memory_reference
 from aikito_mem.errors import ConfigError
 from aikito_mem.model import Action
 from aikito_mem.render.adopt import json_document
-from tests import mounts
-from tests.conftest import WS
-from tests.snapshots import changed, snapshot
+from tests.helpers.snapshots import changed, snapshot
+from tests.helpers.workspace import WS
 
 CONFIG = """\
 # the demo project
@@ -81,12 +79,6 @@ def config_of(ws: Path) -> str:
 
 def statuses(d: dict[str, Any]) -> list[str]:
     return [s["status"] for s in d["steps"]]
-
-
-@pytest.fixture
-def tmpfs(tmp_path: Path) -> Iterator[Path]:
-    with mounts.tmpfs(tmp_path / "tmpfs") as mnt:
-        yield mnt
 
 
 # -- adopting -----------------------------------------------------------------------------

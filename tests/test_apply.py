@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from aikito_mem.cli import cli
-from tests.conftest import WS
-from tests.snapshots import changed, snapshot
+from tests.helpers.snapshots import changed, snapshot
+from tests.helpers.workspace import WS
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> Result:

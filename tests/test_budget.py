@@ -13,7 +13,7 @@ import pytest
 
 import aikito_mem.api as api_mod
 from aikito_mem.observe import Observer
-from tests.conftest import WS
+from tests.helpers.workspace import WS
 
 
 def _warm_plan_calls(ws: WS, refs: list[str], monkeypatch: pytest.MonkeyPatch) -> int:

@@ -16,9 +16,9 @@ from aikito_mem.checkouts import given_path, slots
 from aikito_mem.errors import ConfigError
 from aikito_mem.model import CheckoutState
 from aikito_mem.observe import Observer
-from tests.conftest import WS
-from tests.snapshots import changed, snapshot
-from tests.test_cli import Env, one_json
+from tests.helpers.cli import Env, one_json
+from tests.helpers.snapshots import changed, snapshot
+from tests.helpers.workspace import WS
 
 
 @pytest.fixture

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import WS
-from tests.snapshots import snapshot
+from tests.helpers.snapshots import snapshot
+from tests.helpers.workspace import WS
 
 
 def build(ws: WS) -> str:

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from aikito_mem.config import near_misses, parse_project_config, reference_problem
 from aikito_mem.errors import EXIT_CONFIG, ConfigError
 from aikito_mem.model import Candidate, Finding, ProjectConfig
-from tests.snapshots import changed, snapshot
-from tests.test_cli import Env, one_json
+from tests.helpers.cli import Env, one_json
+from tests.helpers.snapshots import changed, snapshot
 
 CFG = "/ws/projects/demo/agent.toml"
 HOME = "/home/u"

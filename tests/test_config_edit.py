@@ -23,7 +23,7 @@ from aikito_mem.config_edit import (
     toml_basic_string,
 )
 from aikito_mem.errors import ConfigError, ExecutionError, StalePlanError
-from tests.snapshots import snapshot
+from tests.helpers.snapshots import snapshot
 
 P = "/srv/new"
 
@@ -927,7 +927,7 @@ def _imported_modules(*args: str, cwd: str | None = None) -> tuple[int, set[str]
 def test_tomlkit_is_imported_only_when_editing(tmp_path: Path) -> None:
     """``--version``, a plain sync and a dry run of an already-registered checkout never
     import tomlkit; a dry run that plans a registration does (the test can tell)."""
-    from tests.conftest import WS
+    from tests.helpers.workspace import WS
 
     ws = WS(tmp_path)
     ws.add_file("a.md", "a")
@@ -949,7 +949,7 @@ def test_checkout_under_home_is_registered_as_tilde(tmp_path: Path) -> None:
     """[K4] with a portable value: a checkout under the home directory is written as
     ``~/…`` (one agent.toml serves every machine); the dry run announces exactly that
     value, and the next sync finds the checkout registered."""
-    from tests.conftest import WS
+    from tests.helpers.workspace import WS
 
     ws = WS(tmp_path)
     ws.add_file("a.md", "a")

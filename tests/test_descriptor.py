@@ -21,8 +21,8 @@ from aikito_mem.descriptor import (
     has_memory_block,
     read_descriptor,
 )
-from tests.conftest import fs_examples
-from tests.snapshots import snapshot
+from tests.helpers.snapshots import snapshot
+from tests.helpers.strategies import fs_examples
 
 #: The reference example of the descriptor contract (tier 3).
 FULL = """\

@@ -140,7 +140,7 @@ def test_create_new_creates_a_whole_file_with_umask_permissions(tmp_path):
 
 @pytest.mark.parametrize("kind", ["file", "dir", "dangling symlink", "symlink to dir"])
 def test_create_new_never_replaces_anything(tmp_path, kind):
-    from tests.snapshots import snapshot
+    from tests.helpers.snapshots import snapshot
 
     outside = tmp_path / "outside"
     outside.mkdir()

@@ -39,10 +39,10 @@ from aikito_mem.model import (
     SegmentName,
 )
 from aikito_mem.observe import lstat_link, with_identity
-from tests.conftest import WS, fs_examples
-from tests.snapshots import changed, snapshot
-from tests.strategies import World as RandomWorld
-from tests.strategies import worlds
+from tests.helpers.snapshots import changed, snapshot
+from tests.helpers.strategies import World as RandomWorld
+from tests.helpers.strategies import fs_examples, worlds
+from tests.helpers.workspace import WS
 
 
 @dataclass

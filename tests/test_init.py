@@ -22,7 +22,7 @@ from aikito_mem.init import (
     text_lines,
 )
 from aikito_mem.registry_defaults import AGENTS
-from tests.snapshots import snapshot
+from tests.helpers.snapshots import snapshot
 
 
 @pytest.fixture

@@ -19,8 +19,8 @@ from aikito_mem import Project, ProjectPrepareConflictError
 from aikito_mem.api import PreparedProject
 from aikito_mem.errors import ConfigError, ConflictError
 from aikito_mem.model import Action, Operation, Status
-from tests.conftest import WS
-from tests.snapshots import snapshot
+from tests.helpers.snapshots import snapshot
+from tests.helpers.workspace import WS
 
 REFS = ["top.md", "team/a.md", "glossary"]
 

@@ -13,9 +13,9 @@ import pytest
 from aikito_mem import Project
 from aikito_mem.errors import ConfigError, ProjectNotFoundError
 from aikito_mem.projects import find_checkouts, list_projects, load_project_config
-from tests.conftest import WS
-from tests.snapshots import changed, snapshot
-from tests.test_cli import Env, one_json
+from tests.helpers.cli import Env, one_json
+from tests.helpers.snapshots import changed, snapshot
+from tests.helpers.workspace import WS
 
 
 def make_project(tmp_path: Path, text: str | None = "", name: str = "demo") -> Path:

@@ -30,8 +30,8 @@ from aikito_mem.errors import ConflictError
 from aikito_mem.model import Action, CheckoutState, Kind, Plan
 from aikito_mem.planner import build_plan
 from aikito_mem.render import json_document
-from tests.conftest import WS, fs_examples
-from tests.strategies import MEMORY_DIR, PURE_WS, World, worlds
+from tests.helpers.strategies import MEMORY_DIR, PURE_WS, World, fs_examples, worlds
+from tests.helpers.workspace import WS
 
 FS = settings(max_examples=fs_examples(30), deadline=None)
 

@@ -21,8 +21,8 @@ from aikito_mem.cli import cli
 from aikito_mem.errors import StalePlanError
 from aikito_mem.model import Action
 from aikito_mem.observe import generation
-from tests.conftest import WS
-from tests.snapshots import snapshot
+from tests.helpers.snapshots import snapshot
+from tests.helpers.workspace import WS
 
 FIRST = ["glossary", "team/a.md"]
 WANTED = ["glossary", "team/a.md", "top.md", "adr"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,14 +13,7 @@ import pytest
 
 from aikito_mem import fsutil, treemove
 from aikito_mem.treemove import EntryKind
-from tests import mounts
-from tests.snapshots import snapshot
-
-
-@pytest.fixture
-def tmpfs(tmp_path: Path) -> Iterator[Path]:
-    with mounts.tmpfs(tmp_path / "tmpfs") as mnt:
-        yield mnt
+from tests.helpers.snapshots import snapshot
 
 
 def tree(base: Path) -> Path:

@@ -1,9 +1,11 @@
-"""A tmpfs mounted for one test (root only): the other filesystem of cross-filesystem
-tests.  Skips with the reason when not root or when the mount fails; always unmounts."""
+"""Mounts for one test (root only): a tmpfs — the other filesystem of cross-filesystem
+tests, or a tiny or read-only one — and a bind mount.  Each skips with the reason when not
+root or when the mount fails, and always unmounts."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,17 +14,46 @@ from pathlib import Path
 import pytest
 
 
-@contextmanager
-def tmpfs(mnt: Path, options: str = "size=16m") -> Iterator[Path]:
-    """Mount a fresh tmpfs at ``mnt`` (created) for the duration of the block."""
+def need_root() -> None:
+    """Skip unless this process may mount filesystems."""
     if os.getuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    mnt.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mnt)],
-                          capture_output=True, text=True)
+        pytest.skip("mounting a filesystem needs root")
+    if shutil.which("mount") is None:
+        pytest.skip("mount(8) is not installed")
+
+
+@contextmanager
+def mounted(target: str | Path, *args: str) -> Iterator[Path]:
+    """``mount ARGS TARGET`` (``target`` created when absent) for the duration of the
+    block; skips when the mount fails."""
+    need_root()
+    path = Path(target)
+    path.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(["mount", *args, str(path)], capture_output=True, text=True)
     if proc.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {proc.stderr.strip()}")
+        pytest.skip(f"mount {' '.join(args)} failed: {proc.stderr.strip()}")
     try:
-        yield mnt
+        yield path
     finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True, check=False)
+        unmount(path)
+
+
+def unmount(path: str | Path) -> None:
+    """Unmount ``path``; lazily when it is still busy."""
+    done = subprocess.run(["umount", str(path)], capture_output=True, check=False)
+    if done.returncode != 0:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True, check=False)
+
+
+@contextmanager
+def tmpfs(mnt: str | Path, options: str = "size=16m") -> Iterator[Path]:
+    """A fresh tmpfs at ``mnt`` (created) with mount ``options``."""
+    with mounted(mnt, "-t", "tmpfs", "-o", options, "tmpfs") as path:
+        yield path
+
+
+@contextmanager
+def bind(source: str | Path, target: str | Path) -> Iterator[Path]:
+    """``source`` bind-mounted at ``target`` (created)."""
+    with mounted(target, "--bind", str(source)) as path:
+        yield path

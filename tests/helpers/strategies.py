@@ -9,7 +9,8 @@ The central one is :func:`worlds`: a *description* of a workspace and its checko
   ``Project.load(...).plan()``.
 
 Smaller building blocks: :func:`components`, :func:`references`, :func:`reference_lists`,
-:data:`TARGET_STATES` / :func:`target_states`, :data:`STALE_KINDS`.
+:data:`TARGET_STATES` / :func:`target_states`, :data:`STALE_KINDS`; and
+:func:`fs_examples`, the example budget of hypothesis tests on the real filesystem.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import string
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from aikito_mem.model import (
@@ -34,6 +36,7 @@ from aikito_mem.model import (
     Resource,
     ResourceSet,
 )
+from tests.helpers.workspace import WS
 
 PROJECT = "demo"
 #: Workspace root of pure (no filesystem) worlds.
@@ -41,6 +44,13 @@ PURE_WS = "/ws"
 #: Directory holding the checkouts of pure worlds.
 PURE_CO = "/co"
 MEMORY_DIR = ".agents/memory"
+
+
+def fs_examples(n: int = 30) -> int:
+    """Example budget for hypothesis tests that touch the real filesystem: at most ``n``
+    under ``ci``/``dev``, the profile's own count under ``long``."""
+    current = settings().max_examples
+    return current if current > 100 else min(n, current)
 
 # --------------------------------------------------------------------------- references
 
@@ -370,8 +380,8 @@ class World:
 
     # -- real realisation -------------------------------------------------------------------
 
-    def materialise(self, ws: WSLike) -> list[str]:
-        """Build this world under ``ws`` (a :class:`tests.conftest.WS`); return the
+    def materialise(self, ws: WS) -> list[str]:
+        """Build this world under ``ws``; return the
         checkout paths in ``paths`` order (offline ones are not created)."""
         root = ws.root
         outside = f"{ws.base}/outside"
@@ -443,19 +453,6 @@ class World:
             elif obs.kind is Kind.LINK:
                 assert obs.literal is not None
                 os.symlink(obs.literal, path)
-
-
-class WSLike:  # pragma: no cover - typing aid only (tests.conftest.WS)
-    root: str
-    base: object
-    checkouts_dir: str
-
-    def add_file(self, ref: str, content: str = "") -> str: ...
-    def add_dir(self, ref: str) -> str: ...
-    def add_notes(self, project: str, legacy: bool = False) -> str: ...
-    def checkout(self, name: str) -> str: ...
-    def write_config(self, project: str, memory: object = None, paths: object = None,
-                     raw: object = None) -> str: ...
 
 
 # --------------------------------------------------------------------------- worlds

@@ -23,9 +23,8 @@ from aikito_mem import adopt_plan, execute, fsutil, lock, treemove
 from aikito_mem.adopt import adopt
 from aikito_mem.cli import cli
 from aikito_mem.render.adopt import json_document
-from tests import mounts
-from tests.conftest import WS
-from tests.snapshots import changed, snapshot
+from tests.helpers.snapshots import changed, snapshot
+from tests.helpers.workspace import WS
 
 
 def world(ws: WS, checkout: str | None = None) -> tuple[str, str]:
@@ -57,12 +56,6 @@ def both(ws: WS, target: str, *args: str) -> Iterator[tuple[int, dict[str, Any]]
 
 def kill(signum: int) -> None:
     os.kill(os.getpid(), signum)
-
-
-@pytest.fixture
-def tmpfs(tmp_path: Path) -> Iterator[Path]:
-    with mounts.tmpfs(tmp_path / "tmpfs") as mnt:
-        yield mnt
 
 
 def test_a_signal_while_waiting_for_the_lock(ws: WS, tmp_path: Path,

@@ -21,7 +21,7 @@ from aikito_mem.errors import (
     StalePlanError,
 )
 from aikito_mem.init import InitStatus, init_project, init_workspace
-from tests.snapshots import snapshot
+from tests.helpers.snapshots import snapshot
 
 
 @pytest.fixture

@@ -31,9 +31,9 @@ from aikito_mem.discovery import resolve_workspace
 from aikito_mem.errors import ConfigError
 from aikito_mem.model import ProjectConfig
 from aikito_mem.projects import load_project_config
-from tests.conftest import fs_examples
-from tests.snapshots import changed, snapshot
-from tests.test_cli import Env
+from tests.helpers.cli import Env
+from tests.helpers.snapshots import changed, snapshot
+from tests.helpers.strategies import fs_examples
 
 #: Seconds one example may take before it counts as a hang (a watchdog, not a timing
 #: assertion: every example takes milliseconds).

@@ -41,8 +41,9 @@ from aikito_mem.model import (
     PlannedTarget,
 )
 from aikito_mem.model import SourceCheck as SourceCheckModel
-from tests.conftest import WS, fs_examples
-from tests.snapshots import changed, snapshot
+from tests.helpers.snapshots import changed, snapshot
+from tests.helpers.strategies import fs_examples
+from tests.helpers.workspace import WS
 
 Doc = dict[str, Any]
 

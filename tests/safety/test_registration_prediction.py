@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from tests.conftest import WS
-from tests.snapshots import snapshot
+from tests.helpers.snapshots import snapshot
+from tests.helpers.workspace import WS
 
 MODES = (("--dry-run",), ("--check",), ())
 
