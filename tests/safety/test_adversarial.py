@@ -1,5 +1,5 @@
-"""The adversarial input matrix (issue 4, deliverable 4): SPEC [C2]–[C5], [S3], [O1]–[O4],
-[K2]–[K3] as one parametrised suite.
+"""The adversarial input matrix: SPEC [C2]–[C5], [S3], [O1]–[O4], [K2]–[K3] as one
+parametrised suite.
 
 Each case builds a world in ``tmp_path`` (workspace, checkout, a throw-away HOME and an
 ``outside`` directory that nothing may touch), runs the real command line as a subprocess
@@ -16,16 +16,19 @@ nothing else changed.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.cli import aikito_argv
+from tests.helpers.home import child_env
+from tests.helpers.snapshots import snapshot
+from tests.helpers.workspace import WS
 
 # -- world -------------------------------------------------------------------------------
 
@@ -43,43 +46,20 @@ class World:
         return self.co / ".agents" / "memory"
 
 
-def snapshot(root: Path) -> dict[str, tuple[object, ...]]:
-    """Every entry below ``root`` (never following links) with everything a write changes."""
-    out: dict[str, tuple[object, ...]] = {}
-
-    def visit(path: str) -> None:
-        st = os.lstat(path)
-        mode = st.st_mode
-        extra: object = None
-        if os.path.islink(path):
-            extra = os.readlink(path)
-        elif os.path.isfile(path):
-            with open(path, "rb") as fh:
-                extra = hashlib.sha256(fh.read()).hexdigest()
-        out[path] = (mode, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, extra)
-        if os.path.isdir(path) and not os.path.islink(path):
-            for name in sorted(os.listdir(path)):
-                visit(os.path.join(path, name))
-
-    visit(str(root))
-    return out
-
-
 def make_world(tmp_path: Path) -> World:
-    root = Path(os.path.realpath(tmp_path))
-    w = World(root, root / "ws", root / "co", root / "home", root / "outside")
-    (w.ws / "memory").mkdir(parents=True)
-    (w.ws / "projects" / "demo").mkdir(parents=True)
-    w.co.mkdir()
+    """:class:`WS` at ``tmp_path`` with its checkouts directory ``co`` as the checkout, a
+    throw-away home and an ``outside`` directory beside them."""
+    ws = WS(tmp_path)
+    root = ws.base
+    w = World(root, Path(ws.root), Path(ws.checkouts_dir), root / "home", root / "outside")
+    os.makedirs(os.path.dirname(ws.config_path("demo")))
     w.home.mkdir()
     w.outside.mkdir()
     (w.outside / "secret.md").write_text("outside\n")
     for name in ("a.md", "b.md"):
-        (w.ws / "memory" / name).write_text(f"{name}\n")
-    (w.ws / "memory" / "glossary").mkdir()
-    (w.ws / "memory" / "glossary" / "terms.md").write_text("terms\n")
-    (w.ws / "memory" / "team").mkdir()
-    (w.ws / "memory" / "team" / "a.md").write_text("team a\n")
+        ws.add_file(name, f"{name}\n")
+    ws.add_file("glossary/terms.md", "terms\n")
+    ws.add_file("team/a.md", "team a\n")
     return w
 
 
@@ -89,13 +69,10 @@ def write_config(w: World, body: str) -> None:
 
 
 def run_sync(w: World) -> tuple[int, dict[str, object], str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("AIKITO", "XDG_", "HYPOTHESIS"))}
-    env.update(HOME=str(w.home), NO_COLOR="1", PYTHONDONTWRITEBYTECODE="1")
     proc = subprocess.run(
-        [sys.executable, "-m", "aikito_mem", "--workspace", str(w.ws), "sync", "project",
-         "demo", "--json"],
-        cwd=w.home, env=env, capture_output=True, text=True, timeout=60,
+        aikito_argv("--workspace", str(w.ws), "sync", "project", "demo", "--json"),
+        cwd=w.home, env=child_env(w.home, NO_COLOR="1"), capture_output=True, text=True,
+        timeout=60,
     )
     assert "Traceback" not in proc.stderr, proc.stderr
     doc = json.loads(proc.stdout)

@@ -2,7 +2,7 @@
 writes nothing anywhere and takes no lock.
 
 Two independent witnesses: before/after snapshots of the workspace, the checkouts and
-HOME (``lstat`` mode/ino/size/mtime_ns/ctime_ns and the literal of every link), and a
+HOME (:mod:`tests.helpers.snapshots`: lstat facts, link literals, content hashes), and a
 ``sys.addaudithook`` hook that records every write-like event while a dry run runs.
 """
 
@@ -12,7 +12,6 @@ import importlib
 import json
 import os
 import pkgutil
-import stat
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +24,8 @@ import aikito_mem
 from aikito_mem import Project
 from aikito_mem.cli import cli
 from aikito_mem.model import Action, CheckoutState
+from tests.helpers.snapshots import snapshot
+from tests.helpers.workspace import WS
 
 # Import every room now: a lazy import inside the CLI must not write a .pyc while the
 # hook is armed (that would be the interpreter writing, not the engine).
@@ -116,71 +117,28 @@ def test_audit_hook_is_live(tmp_path: Path, no_writes: Callable[[], Any]) -> Non
     RECORDER.events.clear()
 
 
-@pytest.fixture(autouse=True)
-def _private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("AIKITO_DIR", raising=False)
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    return home
-
-
-# --------------------------------------------------------------------------- snapshots
-
-
-def snapshot(*roots: Path) -> dict[str, tuple[Any, ...]]:
-    """Every entry under ``roots`` (never through links): lstat facts and link literal."""
-    out: dict[str, tuple[Any, ...]] = {}
-
-    def record(path: str) -> None:
-        st = os.lstat(path)
-        literal = os.readlink(path) if stat.S_ISLNK(st.st_mode) else None
-        out[path] = (st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
-                     literal)
-
-    for root in roots:
-        if not os.path.lexists(root):
-            out[str(root)] = ("absent",)
-            continue
-        record(str(root))
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-            for name in dirnames + filenames:
-                record(os.path.join(dirpath, name))
-    return out
-
-
 # --------------------------------------------------------------------------- the world
 
 
 class World:
     """A workspace with one project whose plan has every kind of operation."""
 
-    def __init__(self, base: Path) -> None:
-        base = Path(os.path.realpath(base))
-        self.base = base
-        self.ws = base / "ws"
+    def __init__(self, ws: WS) -> None:
+        self.ws = Path(ws.root)
         self.home = Path(os.environ["HOME"])
-        self.co = base / "co"
-        self.offline = base / "offline-checkout"
-        self.cfg = self.ws / "projects/demo/agent.toml"
-        (self.ws / "memory/team").mkdir(parents=True)
-        (self.ws / "memory/team/a.md").write_text("a\n")
-        (self.ws / "memory/linked.md").write_text("l\n")
-        (self.ws / "memory/glossary").mkdir()
-        (self.ws / "projects/demo/memory/notes").mkdir(parents=True)
-        self.m = self.co / ".agents/memory"
+        self.co = Path(ws.checkout("main"))
+        self.offline = ws.base / "offline-checkout"
+        ws.add_file("team/a.md", "a\n")
+        ws.add_file("linked.md", "l\n")
+        ws.add_dir("glossary")
+        os.makedirs(ws.notes_path("demo"))
+        self.m = Path(ws.runtime(str(self.co)))
         self.m.mkdir(parents=True)
-        (self.m / "linked.md").symlink_to(self.ws / "memory/linked.md")  # NOOP
-        (self.m / "old.md").symlink_to(self.ws / "memory/old.md")  # stale → UNLINK
+        (self.m / "linked.md").symlink_to(ws.memory_path("linked.md"))  # NOOP
+        (self.m / "old.md").symlink_to(ws.memory_path("old.md"))  # stale → UNLINK
         (self.m / ".DS_Store").write_bytes(b"\0\0")  # foreign → warning
-        self.write_config(["team/a.md", "linked.md", "glossary"])
-
-    def write_config(self, memory: list[str]) -> None:
-        self.cfg.write_text(
-            f"memory = {json.dumps(memory)}\n"
-            f"paths = {json.dumps([str(self.co), str(self.offline)])}\n"
-        )
+        ws.write_config("demo", memory=["team/a.md", "linked.md", "glossary"],
+                        paths=[str(self.co), str(self.offline)])
 
     def add_conflict(self) -> None:
         (self.m / "glossary").mkdir()  # a real directory where a link should be
@@ -196,8 +154,8 @@ class World:
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> World:
-    return World(tmp_path)
+def world(ws: WS) -> World:
+    return World(ws)
 
 
 def test_world_has_every_kind_of_operation(world: World) -> None:
