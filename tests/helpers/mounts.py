@@ -22,6 +22,13 @@ def need_root() -> None:
         pytest.skip("mount(8) is not installed")
 
 
+def mount(*args: str) -> None:
+    """``mount ARGS``; skips the test when it fails."""
+    proc = subprocess.run(["mount", *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"mount {' '.join(args)} failed: {proc.stderr.strip()}")
+
+
 @contextmanager
 def mounted(target: str | Path, *args: str) -> Iterator[Path]:
     """``mount ARGS TARGET`` (``target`` created when absent) for the duration of the
@@ -29,9 +36,7 @@ def mounted(target: str | Path, *args: str) -> Iterator[Path]:
     need_root()
     path = Path(target)
     path.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(["mount", *args, str(path)], capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.skip(f"mount {' '.join(args)} failed: {proc.stderr.strip()}")
+    mount(*args, str(path))
     try:
         yield path
     finally:
@@ -53,7 +58,10 @@ def tmpfs(mnt: str | Path, options: str = "size=16m") -> Iterator[Path]:
 
 
 @contextmanager
-def bind(source: str | Path, target: str | Path) -> Iterator[Path]:
-    """``source`` bind-mounted at ``target`` (created)."""
+def bind(source: str | Path, target: str | Path, *, readonly: bool = False) -> Iterator[Path]:
+    """``source`` bind-mounted at ``target`` (created; it may be ``source`` itself),
+    read-only when ``readonly``."""
     with mounted(target, "--bind", str(source)) as path:
+        if readonly:
+            mount("-o", "remount,ro,bind", str(path))
         yield path

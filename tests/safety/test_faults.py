@@ -1,4 +1,4 @@
-"""Fault injection on real filesystems and processes (issue 4, deliverable 2).
+"""Fault injection on real filesystems and processes ([E5], [E4], [E2]).
 
 * ENOSPC from a ``tmpfs`` with a tiny ``nr_inodes`` (a ``size=`` limit alone never trips
   for short links): exit 5, per-operation statuses, a re-run after freeing converges;
@@ -31,7 +31,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import tomli_w
+
+from tests.helpers import mounts
+from tests.helpers.home import child_env
+from tests.helpers.snapshots import snapshot
+from tests.helpers.workspace import WS
 
 #: Runs the CLI with a ``before_write`` hook described by env ``T_HOOK``
 #: (``kind|n|arg…``): at the n-th write — ``kill``/``term``/``int`` signal the process
@@ -69,37 +73,35 @@ main()
 
 
 class World:
+    """:class:`WS` at ``root`` with project ``demo``, its checkout (``co``, by default the
+    checkouts directory itself), a throw-away ``home`` and an ``outside`` directory."""
+
     def __init__(self, root: str, co: str | None = None) -> None:
-        self.root = os.path.realpath(root)
-        self.ws = f"{self.root}/ws"
-        self.co = co or f"{self.root}/co"
+        self.builder = WS(root)
+        self.root = str(self.builder.base)
+        self.ws = self.builder.root
+        self.co = co or self.builder.checkouts_dir
         self.home = f"{self.root}/home"
         self.outside = f"{self.root}/outside"
-        for d in (f"{self.ws}/memory", f"{self.ws}/projects/demo", self.co, self.home,
-                  self.outside):
+        for d in (self.co, self.home, self.outside):
             os.makedirs(d, exist_ok=True)
+        os.makedirs(os.path.dirname(self.builder.config_path("demo")))
 
     @property
     def mem(self) -> str:
-        return f"{self.co}/.agents/memory"
+        return self.builder.runtime(self.co)
 
     def refs(self, refs: list[str]) -> None:
         for ref in refs:
-            path = f"{self.ws}/memory/{ref}"
-            if not os.path.exists(path):
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                with open(path, "w") as fh:
-                    fh.write(ref)
+            if not os.path.exists(self.builder.memory_path(ref)):
+                self.builder.add_file(ref, ref)
         self.config(refs)
 
     def config(self, refs: list[str], paths: list[str] | None = None) -> None:
-        doc = {"paths": paths or [self.co], "memory": refs}
-        Path(f"{self.ws}/projects/demo/agent.toml").write_text(tomli_w.dumps(doc))
+        self.builder.write_config("demo", memory=refs, paths=paths or [self.co])
 
     def env(self, hook: str = "") -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("AIKITO", "XDG_"))}
-        env.update(HOME=self.home, NO_COLOR="1", PYTHONDONTWRITEBYTECODE="1", T_HOOK=hook)
-        return env
+        return child_env(self.home, NO_COLOR="1", T_HOOK=hook)
 
     def argv(self, *extra: str) -> list[str]:
         return [sys.executable, "-c", RUNNER, "--workspace", self.ws, "sync", "project",
@@ -131,16 +133,6 @@ def entries(path: str) -> list[str]:
     for dirpath, dirnames, filenames in os.walk(path):
         out.extend(os.path.relpath(f"{dirpath}/{n}", path) for n in dirnames + filenames)
     return sorted(out)
-
-
-def tree_sig(path: str) -> dict[str, tuple[int, int, int, int]]:
-    out = {}
-    for dirpath, dirnames, filenames in os.walk(path):
-        for name in [".", *dirnames, *filenames]:
-            full = os.path.normpath(f"{dirpath}/{name}")
-            st = os.lstat(full)
-            out[full] = (st.st_ino, st.st_mode, st.st_mtime_ns, st.st_ctime_ns)
-    return out
 
 
 def statuses(doc: dict) -> dict[str, int]:
@@ -185,33 +177,10 @@ def assert_converged(w: World, refs: list[str], *, empty_dirs_ok: bool = False) 
 # -- mounts ----------------------------------------------------------------------------------
 
 
-def _need_root() -> None:
-    if os.geteuid() != 0:
-        pytest.skip("needs root to mount a filesystem")
-    if shutil.which("mount") is None:
-        pytest.skip("mount(8) is not installed")
-
-
-def _mount(*args: str) -> None:
-    proc = subprocess.run(["mount", *args], capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.skip(f"mount {' '.join(args)} failed: {proc.stderr.strip()}")
-
-
-def _umount(path: str) -> None:
-    subprocess.run(["umount", path], capture_output=True, check=False)
-
-
 @pytest.fixture
 def tiny_tmpfs(tmp_path: Path) -> Iterator[str]:
-    _need_root()
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    _mount("-t", "tmpfs", "-o", "size=1m,nr_inodes=64", "tmpfs", str(mnt))
-    try:
+    with mounts.tmpfs(tmp_path / "mnt", "size=1m,nr_inodes=64") as mnt:
         yield str(mnt)
-    finally:
-        _umount(str(mnt))
 
 
 @pytest.mark.mount
@@ -251,23 +220,21 @@ def test_enospc_reports_each_operation_and_rerun_converges(
 
 @pytest.mark.mount
 def test_erofs_fails_with_statuses_and_dry_run_prints_the_same_plan(tmp_path: Path) -> None:
-    _need_root()
+    mounts.need_root()
     w = World(str(tmp_path))
     w.refs(["a.md", "b.md", "team/c.md"])
     proc = subprocess.run(w.argv("--dry-run"), env=w.env(), capture_output=True, text=True)
     text_before = subprocess.run([*w.argv("--dry-run")[:-2], "--dry-run"], env=w.env(),
                                  capture_output=True, text=True).stdout
     assert proc.returncode == 0
-    _mount("--bind", w.co, w.co)
-    try:
-        _mount("-o", "remount,ro,bind", w.co)
-        before = tree_sig(w.co)
+    with mounts.bind(w.co, w.co, readonly=True):
+        before = snapshot(w.co)
         code, doc = w.run()
         assert code == 5 and doc is not None
         assert doc["outcome"] == "failed"
         assert "Read-only file system" in doc["error"]["message"]
         assert statuses(doc) == {"not_applied": 3}
-        assert tree_sig(w.co) == before
+        assert snapshot(w.co) == before
         again = subprocess.run(w.argv("--dry-run"), env=w.env(), capture_output=True,
                                text=True)
         assert again.returncode == 0
@@ -275,8 +242,6 @@ def test_erofs_fails_with_statuses_and_dry_run_prints_the_same_plan(tmp_path: Pa
         text_again = subprocess.run([*w.argv("--dry-run")[:-2], "--dry-run"], env=w.env(),
                                     capture_output=True, text=True).stdout
         assert text_again == text_before
-    finally:
-        _umount(w.co)
     assert_converged(w, ["a.md", "b.md", "team/c.md"])
 
 
@@ -313,12 +278,12 @@ def test_eacces_as_unprivileged_user(tmp_path: Path) -> None:
             ok, why = False, str(exc)
         if not ok:
             pytest.skip(f"uid 65534 cannot run this interpreter ({sys.executable}): {why}")
-        before = tree_sig(w.root)
+        before = snapshot(w.root)
         code, doc = w.run(preexec_fn=drop)
         assert code == 5 and doc is not None
         assert "Permission denied" in doc["error"]["message"]
         assert statuses(doc) == {"not_applied": 2}
-        assert tree_sig(w.root) == before  # nothing written, no permission changed
+        assert snapshot(w.root) == before  # nothing written, no permission changed
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -331,7 +296,7 @@ def test_eacces_in_a_forked_unprivileged_child() -> None:
     root = tempfile.mkdtemp(prefix="aikito-eacces-fork-")
     try:
         w = _root_owned_world(root)
-        before = tree_sig(w.root)
+        before = snapshot(w.root)
         rfd, wfd = os.pipe()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child reports through the pipe
@@ -363,7 +328,7 @@ def test_eacces_in_a_forked_unprivileged_child() -> None:
         assert out["exit"] == 5, out
         assert "Permission denied" in out["error"]
         assert out["statuses"] == ["not_applied", "not_applied"]
-        assert tree_sig(w.root) == before  # nothing written, no permission changed
+        assert snapshot(w.root) == before  # nothing written, no permission changed
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -484,14 +449,14 @@ def test_agents_memory_removed_mid_run(tmp_path: Path) -> None:
     w = World(str(tmp_path))
     refs = [f"r{i:02}.md" for i in range(30)] + ["team/a.md", "team/b.md"]
     w.refs(refs)
-    before_ws = tree_sig(w.ws)
-    before_home = tree_sig(w.home)
+    before_ws = snapshot(w.ws)
+    before_home = snapshot(w.home)
     code, doc = w.run(hook=f"rmtree|10|{w.mem}")
     assert code in (3, 5) and doc is not None
     assert doc["outcome"] in ("stale", "failed")
     assert not os.path.lexists(w.mem), "the removed directory was re-created"
     assert entries(w.outside) == []
-    assert tree_sig(w.ws) == before_ws and tree_sig(w.home) == before_home
+    assert snapshot(w.ws) == before_ws and snapshot(w.home) == before_home
     assert statuses(doc)["applied"] == 9  # the in-flight write went into the removed dir
     assert_converged(w, refs)
 
