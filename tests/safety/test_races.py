@@ -1,4 +1,4 @@
-"""Races on the write path (issue 4, deliverable 3), through the executor's test seam
+"""Races on the write path ([E4], [E2]), through the executor's test seam
 ``aikito_mem.execute.before_write`` (called as ``hook(op)`` just before each write
 syscall, after that write's own just-in-time check — the worst possible moment).
 
@@ -23,19 +23,23 @@ import aikito_mem.execute as execute_mod
 from aikito_mem import Project
 from aikito_mem.errors import ExecutionError, StalePlanError
 from aikito_mem.model import Operation
+from tests.helpers.workspace import WS
 
 FIRST = ["a.md", "team/x.md"]
 SECOND = ["a.md", "b.md", "c.md", "team/x.md", "team/y.md", "team/z.md"]
 
 
 def _world(tmp_path: Path) -> tuple[str, str, str, str]:
-    root = os.path.realpath(tmp_path)
-    ws, co, outside = f"{root}/ws", f"{root}/co", f"{root}/outside"
-    for d in (f"{ws}/memory/team", f"{ws}/projects/demo", co, outside, f"{root}/away"):
+    """:class:`WS` at ``tmp_path`` holding every reference of ``SECOND``, with its checkouts
+    directory as the checkout, and ``outside`` and ``away`` beside them; returns (base,
+    workspace, checkout, outside)."""
+    ws = WS(tmp_path)
+    root = str(ws.base)
+    for d in (os.path.dirname(ws.config_path("demo")), f"{root}/outside", f"{root}/away"):
         os.makedirs(d)
     for ref in SECOND:
-        Path(f"{ws}/memory/{ref}").write_text(ref)
-    return root, ws, co, outside
+        ws.add_file(ref, ref)
+    return root, ws.root, ws.checkouts_dir, f"{root}/outside"
 
 
 def _config(ws: str, co: str, memory: list[str]) -> None:
