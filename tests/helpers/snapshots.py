@@ -7,14 +7,17 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Collection
 from pathlib import Path
 
 Entry = tuple[int, int, int, int, int, str]
 
 
-def snapshot(*roots: str | Path) -> dict[str, Entry]:
-    """Every entry under ``roots`` (the roots included), keyed by path."""
+def snapshot(*roots: str | Path, skip: Collection[str | Path] = ()) -> dict[str, Entry]:
+    """Every entry under ``roots`` (the roots included), keyed by path; the paths in
+    ``skip`` and everything below them are left out."""
     out: dict[str, Entry] = {}
+    pruned = {str(p) for p in skip}
 
     def add(path: str) -> None:
         st = os.lstat(path)
@@ -28,12 +31,15 @@ def snapshot(*roots: str | Path) -> dict[str, Entry]:
                      content)
 
     for root in map(str, roots):
-        if not os.path.lexists(root):
+        if not os.path.lexists(root) or root in pruned:
             continue
         add(root)
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+            dirnames[:] = [n for n in dirnames if os.path.join(dirpath, n) not in pruned]
             for name in dirnames + filenames:
-                add(os.path.join(dirpath, name))
+                path = os.path.join(dirpath, name)
+                if path not in pruned:
+                    add(path)
     return out
 
 

@@ -41,7 +41,6 @@ import shutil
 import tempfile
 
 import pytest
-import tomli_w
 from click.testing import CliRunner
 from hypothesis import event, settings
 from hypothesis import strategies as st
@@ -53,6 +52,8 @@ from aikito_mem.errors import ConflictError, StalePlanError
 from aikito_mem.model import Action, Plan, Status, SyncResult
 from aikito_mem.planfile import read_plan, write_plan
 from aikito_mem.planner import history, literal_resolves_to
+from tests.helpers.snapshots import snapshot
+from tests.helpers.workspace import WS
 
 # -- the pools -----------------------------------------------------------------------------
 
@@ -86,23 +87,6 @@ def _sig(path: str) -> tuple[object, ...] | None:
     return ("other", st_.st_ino)
 
 
-def snapshot(root: str, skip: tuple[str, ...] = ()) -> dict[str, tuple[object, ...]]:
-    """Every entry below ``root`` with everything a write would change; ``skip`` prunes."""
-    out: dict[str, tuple[object, ...]] = {}
-    stack = [root]
-    while stack:
-        path = stack.pop()
-        if path in skip:
-            continue
-        st_ = os.lstat(path)
-        sig = _sig(path)
-        assert sig is not None
-        out[path] = (*sig, st_.st_mode, st_.st_mtime_ns, st_.st_ctime_ns)
-        if sig[0] == "dir":
-            stack.extend(os.path.join(path, n) for n in os.listdir(path))
-    return out
-
-
 def _real_dirs_upto(base: str, rel: str) -> bool:
     """Every existing ancestor of ``base/rel`` below ``base`` is a real directory."""
     parts = rel.split("/")[:-1]
@@ -119,14 +103,15 @@ def _real_dirs_upto(base: str, rel: str) -> bool:
 class SafetyMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.d = os.path.realpath(tempfile.mkdtemp(prefix="aikito-stateful-"))
-        d = self.d
-        self.ws = f"{d}/ws"
-        self.co = f"{d}/co"
+        #: The workspace ``D/ws`` with its checkouts directory ``D/co`` as the checkout.
+        self.builder = WS(tempfile.mkdtemp(prefix="aikito-stateful-"))
+        self.d = d = str(self.builder.base)
+        self.ws = self.builder.root
+        self.co = self.builder.checkouts_dir
         self.outside = f"{d}/outside"
         self.plans = f"{d}/plans"
-        self.rt = f"{self.co}/.agents/memory"
-        for p in (f"{self.ws}/memory/team/sub", f"{self.ws}/projects/demo", self.co,
+        self.rt = self.builder.runtime(self.co)
+        for p in (f"{self.ws}/memory/team/sub", f"{self.ws}/projects/demo",
                   f"{self.outside}/dir", self.plans):
             os.makedirs(p)
         with open(f"{self.outside}/secret.md", "w") as fh:
@@ -146,20 +131,14 @@ class SafetyMachine(RuleBasedStateMachine):
     # -- helpers ---------------------------------------------------------------------------
 
     def _make_source(self, ref: str) -> None:
-        path = f"{self.ws}/memory/{ref}"
-        os.makedirs(os.path.dirname(path), exist_ok=True)
         if REFS.get(ref) == "d":
-            os.makedirs(path, exist_ok=True)
-            with open(f"{path}/inside.md", "w") as fh:
-                fh.write(ref)
+            self.builder.add_file(f"{ref}/inside.md", ref)
         else:
-            with open(path, "w") as fh:
-                fh.write(f"{ref}\n")
+            self.builder.add_file(ref, f"{ref}\n")
 
     def _write_config(self) -> None:
-        doc = {"paths": [self.co, f"{self.d}/offline-checkout"], "memory": list(self.refs)}
-        with open(f"{self.ws}/projects/demo/agent.toml", "w") as fh:
-            fh.write(tomli_w.dumps(doc))
+        self.builder.write_config("demo", memory=self.refs,
+                                  paths=[self.co, f"{self.d}/offline-checkout"])
 
     def _project(self) -> Project:
         return Project.load("demo", workspace=self.ws)
