@@ -251,7 +251,7 @@ def test_conflicts_raise_with_project_and_conflicts(ws: WS) -> None:
     (co,) = build(ws)
     os.makedirs(f"{co}/.agents/memory/glossary")  # a real directory where a link goes
     Path(co, ".agents/memory/top.md").write_text("mine\n")
-    before = snapshot(ws.base, os.environ["HOME"])
+    before = snapshot(*ws.roots())
     with pytest.raises(ProjectPrepareConflictError) as info:
         ws.project("demo").prepare("claude")
     exc = info.value
@@ -263,7 +263,7 @@ def test_conflicts_raise_with_project_and_conflicts(ws: WS) -> None:
     for c in exc.conflicts:
         assert c.reason and "expected" in c.reason
         assert c.path in exc.message
-    assert snapshot(ws.base, os.environ["HOME"]) == before
+    assert snapshot(*ws.roots()) == before
 
 
 def test_missing_source_raises_and_writes_nothing(ws: WS) -> None:

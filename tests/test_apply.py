@@ -50,10 +50,6 @@ def build(ws: WS) -> str:
     return co
 
 
-def world(ws: WS) -> list[str]:
-    return [str(ws.base), os.environ["HOME"]]
-
-
 def dry_run_out(ws: WS, *extra: str) -> str:
     planfile = f"{ws.base}/plans/plan.toml"
     res = run("--workspace", ws.root, "sync", "project", "demo", *extra, "--dry-run",
@@ -68,9 +64,9 @@ def dry_run_out(ws: WS, *extra: str) -> str:
 
 def test_dry_run_out_writes_only_the_plan_file(ws: WS) -> None:
     build(ws)
-    before = snapshot(*world(ws))
+    before = snapshot(*ws.roots())
     planfile = dry_run_out(ws)
-    after = snapshot(*world(ws))
+    after = snapshot(*ws.roots())
     assert changed(before, after) == {f"{ws.base}/plans", planfile}
     assert os.listdir(f"{ws.base}/plans") == ["plan.toml"]  # no temporary file left
     doc = tomllib.loads(Path(planfile).read_text())
@@ -93,11 +89,11 @@ def test_apply_executes_the_plan(ws: WS) -> None:
     assert os.readlink(f"{base}/notes") == ws.notes_path("demo")
     assert Path(co, "README.md").read_text() == "foreign\n"
     # A plan is executed once: applied again, what it recorded is gone → stale.
-    before = snapshot(*world(ws))
+    before = snapshot(*ws.roots())
     res = run("apply", planfile, "--json")
     assert res.exit_code == 3
     assert doc_of(res)["outcome"] == "stale"
-    assert snapshot(*world(ws)) == before
+    assert snapshot(*ws.roots()) == before
     # A fresh sync finds nothing to do.
     res = run("--workspace", ws.root, "sync", "project", "demo", "--json")
     assert (res.exit_code, doc_of(res)["outcome"]) == (0, "unchanged")
@@ -119,11 +115,11 @@ def test_apply_of_a_blocked_plan_is_refused(ws: WS) -> None:
     res = run("--workspace", ws.root, "sync", "project", "demo", "--dry-run", "--out", planfile)
     assert res.exit_code == 1
     assert os.path.exists(planfile)
-    before = snapshot(*world(ws))
+    before = snapshot(*ws.roots())
     res = run("apply", planfile, "--json")
     assert res.exit_code == 1
     assert doc_of(res)["outcome"] == "blocked"
-    assert snapshot(*world(ws)) == before
+    assert snapshot(*ws.roots()) == before
 
 
 # --------------------------------------------------------------------------- bad files
@@ -181,14 +177,14 @@ def test_damaged_plan_file_is_refused_with_exit_4(ws: WS, case: str) -> None:
     planfile = dry_run_out(ws)
     path = Path(planfile)
     path.write_bytes(BAD[case](path.read_bytes()))
-    before = snapshot(*world(ws))
+    before = snapshot(*ws.roots())
     res = run("apply", planfile, "--json")
     assert res.exit_code == 4, res.output
     doc = doc_of(res)
     assert doc["outcome"] == "config_error"
     assert doc["error"]["code"].startswith("plan.")
     assert "Traceback" not in res.output
-    assert snapshot(*world(ws)) == before
+    assert snapshot(*ws.roots()) == before
     assert not os.path.lexists(f"{co}/.agents")
 
 
@@ -213,13 +209,13 @@ def test_apply_with_another_workspace_option_is_refused(ws: WS) -> None:
     co = build(ws)
     planfile = dry_run_out(ws)
     other = _other_workspace(ws)
-    before = snapshot(*world(ws))
+    before = snapshot(*ws.roots())
     res = run("--workspace", other, "apply", planfile, "--json")
     assert res.exit_code == 4
     doc = doc_of(res)
     assert doc["outcome"] == "config_error"
     assert doc["error"]["code"] == "plan.foreign"
-    assert snapshot(*world(ws)) == before
+    assert snapshot(*ws.roots()) == before
     assert not os.path.lexists(f"{co}/.agents")
 
 
@@ -227,11 +223,11 @@ def test_apply_with_another_aikito_dir_is_refused(ws: WS) -> None:
     build(ws)
     planfile = dry_run_out(ws)
     other = _other_workspace(ws)
-    before = snapshot(*world(ws))
+    before = snapshot(*ws.roots())
     res = run("apply", planfile, "--json", env={"AIKITO_DIR": other})
     assert res.exit_code == 4
     assert doc_of(res)["error"]["code"] == "plan.foreign"
-    assert snapshot(*world(ws)) == before
+    assert snapshot(*ws.roots()) == before
 
 
 def test_apply_with_the_same_workspace_through_an_alias_is_accepted(ws: WS) -> None:
@@ -293,20 +289,20 @@ def test_no_register_leaves_agent_toml_alone(ws: WS) -> None:
 def test_dry_run_with_unregistered_path_writes_nothing(ws: WS) -> None:
     build(ws)
     new = ws.checkout("second")
-    before = snapshot(*world(ws))
+    before = snapshot(*ws.roots())
     res = run("--workspace", ws.root, "sync", "project", "demo", new, "--dry-run", "--json")
     assert res.exit_code == 0
-    assert snapshot(*world(ws)) == before
+    assert snapshot(*ws.roots()) == before
 
 
 def test_explicit_path_must_exist(ws: WS) -> None:
     build(ws)
     missing = f"{ws.base}/co/missing"
-    before = snapshot(*world(ws))
+    before = snapshot(*ws.roots())
     res = run("--workspace", ws.root, "sync", "project", "demo", missing, "--json")
     assert res.exit_code == 4
     assert not os.path.lexists(missing)
-    assert snapshot(*world(ws)) == before
+    assert snapshot(*ws.roots()) == before
 
 
 def test_apply_registers_the_planned_path(ws: WS) -> None:
@@ -332,14 +328,14 @@ def test_concurrent_edit_of_agent_toml_makes_apply_stale(ws: WS, edit: str) -> N
     else:
         text = text.replace('"team/a.md"]', '"team/a.md", "top2.md"]')
     config.write_text(text)
-    before = snapshot(*world(ws))
+    before = snapshot(*ws.roots())
     res = run("apply", planfile, "--json")
     assert res.exit_code == 3, res.output
     doc = doc_of(res)
     assert doc["outcome"] == "stale"
     assert any("agent.toml" in d for d in doc["error"]["differences"])
     assert config.read_text() == text
-    assert snapshot(*world(ws)) == before
+    assert snapshot(*ws.roots()) == before
     assert not os.path.lexists(f"{new}/.agents")
 
 
@@ -364,13 +360,13 @@ def test_a_change_only_a_fresh_plan_sees_makes_apply_stale(ws: WS) -> None:
     planfile = dry_run_out(ws)
     os.makedirs(f"{co}/.agents/memory")
     os.symlink(ws.memory_path("gone.md"), f"{co}/.agents/memory/gone.md")
-    before = snapshot(*world(ws))
+    before = snapshot(*ws.roots())
     res = run("apply", planfile, "--json")
     assert res.exit_code == 3, res.output
     diffs = doc_of(res)["error"]["differences"]
     assert any(f"{co}/.agents/memory/gone.md" in d and "UNLINK" in d
                and "which the plan does not have" in d for d in diffs), diffs
-    assert snapshot(*world(ws)) == before
+    assert snapshot(*ws.roots()) == before
 
 
 def test_an_offline_checkout_that_appeared_makes_apply_stale(ws: WS) -> None:
@@ -380,12 +376,12 @@ def test_an_offline_checkout_that_appeared_makes_apply_stale(ws: WS) -> None:
     config.write_text(config.read_text().replace(f'"{co}",', f'"{co}", "{later}",'))
     planfile = dry_run_out(ws)
     os.mkdir(later)
-    before = snapshot(*world(ws))
+    before = snapshot(*ws.roots())
     res = run("apply", planfile, "--json")
     assert res.exit_code == 3
     diffs = doc_of(res)["error"]["differences"]
     assert f"checkout {later}: the plan says 2 offline, it is 2 active now" in diffs
-    assert snapshot(*world(ws)) == before
+    assert snapshot(*ws.roots()) == before
 
 
 def test_an_explicit_checkout_that_vanished_makes_apply_stale(ws: WS) -> None:
@@ -393,12 +389,12 @@ def test_an_explicit_checkout_that_vanished_makes_apply_stale(ws: WS) -> None:
     new = ws.checkout("second")
     planfile = dry_run_out(ws, new)
     os.rmdir(new)
-    before = snapshot(*world(ws))
+    before = snapshot(*ws.roots())
     res = run("apply", planfile, "--json")
     assert res.exit_code == 3
     assert doc_of(res)["error"]["differences"][0].startswith(
         f"checkout {new} can no longer be opened")
-    assert snapshot(*world(ws)) == before
+    assert snapshot(*ws.roots()) == before
 
 
 def test_a_tampered_blocked_plan_is_stale_not_blocked(ws: WS) -> None:

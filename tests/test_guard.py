@@ -58,7 +58,7 @@ class World:
         return f"{self.co}/.agents/memory"
 
     def roots(self) -> list[str]:
-        return [str(self.ws.base), os.environ["HOME"]]
+        return self.ws.roots()
 
     def project(self) -> Project:
         return self.ws.project("demo")

@@ -118,6 +118,18 @@ class WS:
         base = f"{checkout}/.agents/memory"
         return f"{base}/{rel}" if rel else base
 
+    # -- what a test watches -------------------------------------------------------------
+
+    @property
+    def home(self) -> str:
+        """This test's home: the guarded ``HOME`` (conftest)."""
+        return os.environ["HOME"]
+
+    def roots(self) -> list[str]:
+        """Everything a "nothing else changed" test snapshots: the base directory (the
+        workspace, the checkouts and whatever the test put beside them) and the home."""
+        return [str(self.base), self.home]
+
     def project(self, name: str) -> Project:
         """``Project.load(name, workspace=root)`` with the current (guarded) environment."""
         from aikito_mem import Project

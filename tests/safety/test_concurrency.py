@@ -6,7 +6,6 @@ import fcntl
 import json
 import os
 import subprocess
-import sys
 import time
 import tomllib
 from collections.abc import Iterator
@@ -16,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.cli import aikito_argv
+from tests.helpers.home import child_env
 from tests.helpers.snapshots import snapshot
 from tests.helpers.workspace import WS
 
@@ -35,14 +36,11 @@ def build(ws: WS) -> str:
 
 
 def aikito(ws: WS, *args: str) -> list[str]:
-    return [sys.executable, "-m", "aikito_mem", "--workspace", ws.root, *args]
+    return aikito_argv("--workspace", ws.root, *args)
 
 
 def env() -> dict[str, str]:
-    e = dict(os.environ)
-    e.pop("AIKITO_DIR", None)
-    e["NO_COLOR"] = "1"
-    return e
+    return child_env(NO_COLOR="1")
 
 
 def finish(proc: subprocess.Popen[str], timeout: float = 60) -> tuple[int, dict[str, Any]]:
@@ -115,9 +113,8 @@ def test_six_concurrent_syncs_started_together_without_a_held_lock(ws: WS) -> No
 @pytest.mark.parametrize("json_flag", [True, False])
 def test_held_lock_makes_a_writer_busy_with_nothing_written(ws: WS, json_flag: bool) -> None:
     co = build(ws)
-    world = [str(ws.base), os.environ["HOME"]]
     with held_lock(co):
-        before = snapshot(*world)
+        before = snapshot(*ws.roots())
         args = ["sync", "project", "demo", "--lock-timeout", "0.2"]
         start = time.monotonic()
         proc = subprocess.run(aikito(ws, *args, *(["--json"] if json_flag else [])),
@@ -132,7 +129,7 @@ def test_held_lock_makes_a_writer_busy_with_nothing_written(ws: WS, json_flag: b
             assert doc["error"]["code"] == "sync.busy"
         else:
             assert "busy" in proc.stderr
-        assert snapshot(*world) == before
+        assert snapshot(*ws.roots()) == before
     assert elapsed < 20
     assert not os.path.lexists(f"{co}/.agents")
 

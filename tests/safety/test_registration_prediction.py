@@ -28,14 +28,10 @@ def run(ws: WS, *args: str | bytes) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(argv, capture_output=True, timeout=120)
 
 
-def world(ws: WS) -> list[str]:
-    return [str(ws.base), os.environ["HOME"]]
-
-
 def refused_alike(ws: WS, path: str | bytes, *extra: str) -> dict[str, Any]:
     """Run PATH as a dry run, as ``--check`` and for real, text and ``--json``: each exits
     4 with the same error, and nothing anywhere changes.  Returns the JSON error."""
-    before = snapshot(*world(ws))
+    before = snapshot(*ws.roots())
     errors: list[dict[str, Any]] = []
     texts: list[bytes] = []
     for mode in MODES:
@@ -50,7 +46,7 @@ def refused_alike(ws: WS, path: str | bytes, *extra: str) -> dict[str, Any]:
         errors.append(parsed["error"])
     assert len({t for t in texts}) == 1, texts
     assert all(e == errors[0] for e in errors), errors
-    assert snapshot(*world(ws)) == before
+    assert snapshot(*ws.roots()) == before
     return errors[0]
 
 
@@ -181,7 +177,7 @@ def test_owner_that_cannot_be_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     os.chown(ws.config_path("demo"), 4242, 4242)
     new = ws.checkout("new")
     monkeypatch.setattr(config_edit.os, "geteuid", lambda: 1000)
-    before = snapshot(*world(ws))
+    before = snapshot(*ws.roots())
     outputs = set()
     for mode in MODES:
         result = CliRunner().invoke(cli, ["--workspace", ws.root, "sync", "project", "demo",
@@ -189,4 +185,4 @@ def test_owner_that_cannot_be_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         assert result.exit_code == 4, result.output
         outputs.add(result.stderr)
     assert len(outputs) == 1 and "4242:4242" in outputs.pop()
-    assert snapshot(*world(ws)) == before
+    assert snapshot(*ws.roots()) == before

@@ -160,10 +160,6 @@ CASES: dict[str, tuple[Callable[[WS, str], None], str]] = {
 }
 
 
-def _world(ws: WS) -> list[str]:
-    return [str(ws.base), os.environ["HOME"]]
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_stale_plan_is_refused_by_the_api(ws: WS, case: str) -> None:
     co = build(ws)
@@ -174,10 +170,10 @@ def test_stale_plan_is_refused_by_the_api(ws: WS, case: str) -> None:
     mutate, expected = CASES[case]
     project = ws.project("demo")  # loaded before the change, like a long-lived caller
     mutate(ws, co)
-    before = snapshot(*_world(ws))
+    before = snapshot(*ws.roots())
     with pytest.raises(StalePlanError) as info:
         project.execute(plan)
-    assert snapshot(*_world(ws)) == before
+    assert snapshot(*ws.roots()) == before
     exc = info.value
     assert exc.exit_code == 3
     assert exc.differences, exc.message
@@ -202,7 +198,7 @@ def test_stale_plan_file_is_refused_by_apply(ws: WS, case: str) -> None:
     assert res.exit_code == 0, res.output
     mutate, expected = CASES[case]
     mutate(ws, co)
-    before = snapshot(*_world(ws))
+    before = snapshot(*ws.roots())
     res = runner.invoke(cli, ["apply", planfile, "--json"], catch_exceptions=False)
     assert res.exit_code == 3, res.output
     doc = json.loads(res.stdout)
@@ -212,7 +208,7 @@ def test_stale_plan_file_is_refused_by_apply(ws: WS, case: str) -> None:
     diffs = doc["error"]["differences"]
     assert any(expected in d for d in diffs), diffs
     assert {op["status"] for op in doc["operations"]} == {"not_applied"}
-    assert snapshot(*_world(ws)) == before
+    assert snapshot(*ws.roots()) == before
 
 
 def test_recreated_sources_are_caught_even_when_the_inode_number_is_reused(ws: WS) -> None:
@@ -317,11 +313,11 @@ def test_missing_directory_appearing_as_a_symlink_is_stale(
     outside = tmp_path / "outside"
     outside.mkdir()
     os.symlink(str(outside), f"{co}/{where}")
-    before = snapshot(*_world(ws), outside)
+    before = snapshot(*ws.roots(), outside)
     with pytest.raises(StalePlanError) as info:
         ws.project("demo").execute(plan)
     assert any(f"{co}/{where} is now a symlink" in d for d in info.value.differences)
-    assert snapshot(*_world(ws), outside) == before
+    assert snapshot(*ws.roots(), outside) == before
     assert list(outside.iterdir()) == []
 
 
