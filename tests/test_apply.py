@@ -11,15 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from aikito_mem.cli import cli
+from tests.helpers.cli import invoke
 from tests.helpers.snapshots import changed, snapshot
 from tests.helpers.workspace import WS
-
-
-def run(*args: str, env: dict[str, str] | None = None) -> Result:
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False, env=env)
 
 
 def doc_of(res: Result) -> dict[str, Any]:
@@ -52,7 +48,7 @@ def build(ws: WS) -> str:
 
 def dry_run_out(ws: WS, *extra: str) -> str:
     planfile = f"{ws.base}/plans/plan.toml"
-    res = run("--workspace", ws.root, "sync", "project", "demo", *extra, "--dry-run",
+    res = invoke("--workspace", ws.root, "sync", "project", "demo", *extra, "--dry-run",
               "--out", planfile, "--json")
     assert res.exit_code == 0, res.output
     assert doc_of(res)["outcome"] == "planned"
@@ -77,7 +73,7 @@ def test_dry_run_out_writes_only_the_plan_file(ws: WS) -> None:
 def test_apply_executes_the_plan(ws: WS) -> None:
     co = build(ws)
     planfile = dry_run_out(ws)
-    res = run("apply", planfile, "--json")
+    res = invoke("apply", planfile, "--json")
     assert res.exit_code == 0, res.output
     doc = doc_of(res)
     assert doc["outcome"] == "applied"
@@ -90,19 +86,19 @@ def test_apply_executes_the_plan(ws: WS) -> None:
     assert Path(co, "README.md").read_text() == "foreign\n"
     # A plan is executed once: applied again, what it recorded is gone → stale.
     before = snapshot(*ws.roots())
-    res = run("apply", planfile, "--json")
+    res = invoke("apply", planfile, "--json")
     assert res.exit_code == 3
     assert doc_of(res)["outcome"] == "stale"
     assert snapshot(*ws.roots()) == before
     # A fresh sync finds nothing to do.
-    res = run("--workspace", ws.root, "sync", "project", "demo", "--json")
+    res = invoke("--workspace", ws.root, "sync", "project", "demo", "--json")
     assert (res.exit_code, doc_of(res)["outcome"]) == (0, "unchanged")
 
 
 def test_apply_text_output(ws: WS) -> None:
     build(ws)
     planfile = dry_run_out(ws)
-    res = run("apply", planfile)
+    res = invoke("apply", planfile)
     assert res.exit_code == 0
     assert "done: 3 changes applied" in res.stdout
 
@@ -112,11 +108,11 @@ def test_apply_of_a_blocked_plan_is_refused(ws: WS) -> None:
     os.makedirs(f"{co}/.agents/memory")
     Path(co, ".agents/memory/top.md").write_text("mine\n")
     planfile = f"{ws.base}/plans/plan.toml"
-    res = run("--workspace", ws.root, "sync", "project", "demo", "--dry-run", "--out", planfile)
+    res = invoke("--workspace", ws.root, "sync", "project", "demo", "--dry-run", "--out", planfile)
     assert res.exit_code == 1
     assert os.path.exists(planfile)
     before = snapshot(*ws.roots())
-    res = run("apply", planfile, "--json")
+    res = invoke("apply", planfile, "--json")
     assert res.exit_code == 1
     assert doc_of(res)["outcome"] == "blocked"
     assert snapshot(*ws.roots()) == before
@@ -178,7 +174,7 @@ def test_damaged_plan_file_is_refused_with_exit_4(ws: WS, case: str) -> None:
     path = Path(planfile)
     path.write_bytes(BAD[case](path.read_bytes()))
     before = snapshot(*ws.roots())
-    res = run("apply", planfile, "--json")
+    res = invoke("apply", planfile, "--json")
     assert res.exit_code == 4, res.output
     doc = doc_of(res)
     assert doc["outcome"] == "config_error"
@@ -190,7 +186,7 @@ def test_damaged_plan_file_is_refused_with_exit_4(ws: WS, case: str) -> None:
 
 def test_missing_plan_file_is_exit_4(ws: WS) -> None:
     build(ws)
-    res = run("apply", f"{ws.base}/plans/nope.toml", "--json")
+    res = invoke("apply", f"{ws.base}/plans/nope.toml", "--json")
     assert res.exit_code == 4
     assert doc_of(res)["error"]["code"] == "plan.missing"
 
@@ -210,7 +206,7 @@ def test_apply_with_another_workspace_option_is_refused(ws: WS) -> None:
     planfile = dry_run_out(ws)
     other = _other_workspace(ws)
     before = snapshot(*ws.roots())
-    res = run("--workspace", other, "apply", planfile, "--json")
+    res = invoke("--workspace", other, "apply", planfile, "--json")
     assert res.exit_code == 4
     doc = doc_of(res)
     assert doc["outcome"] == "config_error"
@@ -224,7 +220,7 @@ def test_apply_with_another_aikito_dir_is_refused(ws: WS) -> None:
     planfile = dry_run_out(ws)
     other = _other_workspace(ws)
     before = snapshot(*ws.roots())
-    res = run("apply", planfile, "--json", env={"AIKITO_DIR": other})
+    res = invoke("apply", planfile, "--json", env={"AIKITO_DIR": other})
     assert res.exit_code == 4
     assert doc_of(res)["error"]["code"] == "plan.foreign"
     assert snapshot(*ws.roots()) == before
@@ -235,7 +231,7 @@ def test_apply_with_the_same_workspace_through_an_alias_is_accepted(ws: WS) -> N
     planfile = dry_run_out(ws)
     alias = f"{ws.base}/alias"
     os.symlink(ws.root, alias)
-    res = run("--workspace", alias, "apply", planfile, "--json")
+    res = invoke("--workspace", alias, "apply", planfile, "--json")
     assert res.exit_code == 0, res.output
     assert os.readlink(f"{co}/.agents/memory/top.md") == ws.memory_path("top.md")
 
@@ -254,7 +250,7 @@ def test_sync_with_unregistered_path_registers_it(ws: WS) -> None:
     new = ws.checkout("second")
     config = Path(ws.config_path("demo"))
     old = config.read_text()
-    res = run("--workspace", ws.root, "sync", "project", "demo", new, "--json")
+    res = invoke("--workspace", ws.root, "sync", "project", "demo", new, "--json")
     assert res.exit_code == 0, res.output
     doc = doc_of(res)
     assert doc["outcome"] == "applied"
@@ -270,7 +266,7 @@ def test_sync_with_unregistered_path_registers_it(ws: WS) -> None:
     assert os.readlink(f"{new}/.agents/memory/top.md") == ws.memory_path("top.md")
     assert not os.path.lexists(f"{co}/.agents")  # the other checkout is not touched
     # Registered now: a second run neither registers again nor changes anything.
-    res = run("--workspace", ws.root, "sync", "project", "demo", new, "--json")
+    res = invoke("--workspace", ws.root, "sync", "project", "demo", new, "--json")
     assert (res.exit_code, doc_of(res)["outcome"]) == (0, "unchanged")
     assert config.read_text() == text
 
@@ -280,7 +276,7 @@ def test_no_register_leaves_agent_toml_alone(ws: WS) -> None:
     new = ws.checkout("second")
     config = Path(ws.config_path("demo"))
     before = snapshot(config)
-    res = run("--workspace", ws.root, "sync", "project", "demo", new, "--no-register", "--json")
+    res = invoke("--workspace", ws.root, "sync", "project", "demo", new, "--no-register", "--json")
     assert res.exit_code == 0, res.output
     assert snapshot(config) == before
     assert os.readlink(f"{new}/.agents/memory/top.md") == ws.memory_path("top.md")
@@ -290,7 +286,7 @@ def test_dry_run_with_unregistered_path_writes_nothing(ws: WS) -> None:
     build(ws)
     new = ws.checkout("second")
     before = snapshot(*ws.roots())
-    res = run("--workspace", ws.root, "sync", "project", "demo", new, "--dry-run", "--json")
+    res = invoke("--workspace", ws.root, "sync", "project", "demo", new, "--dry-run", "--json")
     assert res.exit_code == 0
     assert snapshot(*ws.roots()) == before
 
@@ -299,7 +295,7 @@ def test_explicit_path_must_exist(ws: WS) -> None:
     build(ws)
     missing = f"{ws.base}/co/missing"
     before = snapshot(*ws.roots())
-    res = run("--workspace", ws.root, "sync", "project", "demo", missing, "--json")
+    res = invoke("--workspace", ws.root, "sync", "project", "demo", missing, "--json")
     assert res.exit_code == 4
     assert not os.path.lexists(missing)
     assert snapshot(*ws.roots()) == before
@@ -310,7 +306,7 @@ def test_apply_registers_the_planned_path(ws: WS) -> None:
     new = ws.checkout("second")
     planfile = dry_run_out(ws, new)
     assert tomllib.loads(Path(planfile).read_text())["plan"]["register"] == new
-    res = run("apply", planfile, "--json")
+    res = invoke("apply", planfile, "--json")
     assert res.exit_code == 0, res.output
     assert Path(ws.config_path("demo")).read_text() == _registered_text(ws, co, new)
     assert os.readlink(f"{new}/.agents/memory/notes") == ws.notes_path("demo")
@@ -329,7 +325,7 @@ def test_concurrent_edit_of_agent_toml_makes_apply_stale(ws: WS, edit: str) -> N
         text = text.replace('"team/a.md"]', '"team/a.md", "top2.md"]')
     config.write_text(text)
     before = snapshot(*ws.roots())
-    res = run("apply", planfile, "--json")
+    res = invoke("apply", planfile, "--json")
     assert res.exit_code == 3, res.output
     doc = doc_of(res)
     assert doc["outcome"] == "stale"
@@ -361,7 +357,7 @@ def test_a_change_only_a_fresh_plan_sees_makes_apply_stale(ws: WS) -> None:
     os.makedirs(f"{co}/.agents/memory")
     os.symlink(ws.memory_path("gone.md"), f"{co}/.agents/memory/gone.md")
     before = snapshot(*ws.roots())
-    res = run("apply", planfile, "--json")
+    res = invoke("apply", planfile, "--json")
     assert res.exit_code == 3, res.output
     diffs = doc_of(res)["error"]["differences"]
     assert any(f"{co}/.agents/memory/gone.md" in d and "UNLINK" in d
@@ -377,7 +373,7 @@ def test_an_offline_checkout_that_appeared_makes_apply_stale(ws: WS) -> None:
     planfile = dry_run_out(ws)
     os.mkdir(later)
     before = snapshot(*ws.roots())
-    res = run("apply", planfile, "--json")
+    res = invoke("apply", planfile, "--json")
     assert res.exit_code == 3
     diffs = doc_of(res)["error"]["differences"]
     assert f"checkout {later}: the plan says 2 offline, it is 2 active now" in diffs
@@ -390,7 +386,7 @@ def test_an_explicit_checkout_that_vanished_makes_apply_stale(ws: WS) -> None:
     planfile = dry_run_out(ws, new)
     os.rmdir(new)
     before = snapshot(*ws.roots())
-    res = run("apply", planfile, "--json")
+    res = invoke("apply", planfile, "--json")
     assert res.exit_code == 3
     assert doc_of(res)["error"]["differences"][0].startswith(
         f"checkout {new} can no longer be opened")
@@ -407,7 +403,7 @@ def test_a_tampered_blocked_plan_is_stale_not_blocked(ws: WS) -> None:
         p["operations"].append(op)
 
     _resign(planfile, add_conflict)
-    res = run("apply", planfile, "--json")
+    res = invoke("apply", planfile, "--json")
     assert res.exit_code == 3
     assert not os.path.lexists(f"{co}/.agents")
 
@@ -421,7 +417,7 @@ def test_apply_shows_the_engines_texts_not_the_files(ws: WS) -> None:
             op["reason"] = "EDITED"
 
     _resign(planfile, edit)
-    res = run("apply", planfile, "--json")
+    res = invoke("apply", planfile, "--json")
     assert res.exit_code == 0
     assert "EDITED" not in res.stdout
     assert {op["reason"] for op in doc_of(res)["operations"]} == {"target missing"}
@@ -431,7 +427,7 @@ def test_the_plans_workspace_missing_is_a_config_error(ws: WS) -> None:
     build(ws)
     planfile = dry_run_out(ws)
     os.rename(ws.root, f"{ws.base}/moved")
-    res = run("apply", planfile, "--json")
+    res = invoke("apply", planfile, "--json")
     assert res.exit_code == 4
     doc = doc_of(res)
     assert doc["error"]["code"] == "plan.workspace"
@@ -442,7 +438,7 @@ def test_the_plans_project_missing_is_a_config_error(ws: WS) -> None:
     build(ws)
     planfile = dry_run_out(ws)
     os.rename(f"{ws.root}/projects/demo", f"{ws.root}/projects/renamed")
-    res = run("apply", planfile, "--json")
+    res = invoke("apply", planfile, "--json")
     assert res.exit_code == 4
     assert doc_of(res)["error"]["code"] == "config.project_not_found"
 

@@ -25,11 +25,10 @@ from typing import Any
 import attrs
 import pytest
 import tomli_w
-from click.testing import CliRunner, Result
+from click.testing import Result
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from aikito_mem.cli import cli
 from aikito_mem.model import (
     Candidate,
     CheckoutPlan,
@@ -41,6 +40,7 @@ from aikito_mem.model import (
     PlannedTarget,
 )
 from aikito_mem.model import SourceCheck as SourceCheckModel
+from tests.helpers.cli import invoke
 from tests.helpers.snapshots import changed, snapshot
 from tests.helpers.strategies import fs_examples
 from tests.helpers.workspace import WS
@@ -102,15 +102,10 @@ def build(base: Path | str) -> World:
     os.symlink(f"{outside}/file.toml", f"{outside}/link")
     os.makedirs(f"{ws.base}/plans")
     planfile = f"{ws.base}/plans/plan.toml"
-    res = run("--workspace", ws.root, "sync", "project", "demo", "--dry-run", "--out",
+    res = invoke("--workspace", ws.root, "sync", "project", "demo", "--dry-run", "--out",
               planfile, "--json")
     assert res.exit_code == 0, res.output
     return World(ws, co, offline, unlisted, other_co, outside, os.environ["HOME"], planfile)
-
-
-def run(*args: str, env: dict[str, str] | None = None) -> Result:
-    # catch_exceptions=False: a traceback fails the test.
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False, env=env)
 
 
 def checksum(payload: Doc) -> str:
@@ -578,7 +573,7 @@ def test_tampered_plan_is_refused_and_nothing_changes(ws: WS, name: str) -> None
     ATTACKS[name][1](doc["plan"], w)
     save(w, doc)
     before = snapshot(*w.roots())
-    res = run("apply", w.planfile, "--json")
+    res = invoke("apply", w.planfile, "--json")
     _refused(w, res, (3, 4), before)
     assert os.path.lexists(f"{w.mem}/old.md")  # nothing of the genuine plan was done
     assert not os.path.lexists(f"{w.mem}/top.md")
@@ -612,7 +607,7 @@ HARMLESS: dict[str, tuple[tuple[str, ...], Mutation]] = {
 
 def _genuine_result(base: Path) -> dict[str, Any]:
     w = build(base)
-    res = run("apply", w.planfile, "--json")
+    res = invoke("apply", w.planfile, "--json")
     assert res.exit_code == 0, res.output
     return {"links": _links(w), "doc": json.loads(res.stdout)}
 
@@ -636,7 +631,7 @@ def test_edited_texts_are_harmless_and_never_shown(
     doc = load(w)
     HARMLESS[name][1](doc["plan"], w)
     save(w, doc)
-    res = run("apply", w.planfile, "--json")
+    res = invoke("apply", w.planfile, "--json")
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert out["outcome"] == "applied"
@@ -722,7 +717,7 @@ def test_malformed_plan_file_is_a_config_error(ws: WS, name: str) -> None:
     else:
         Path(w.planfile).write_bytes(data)
     before = snapshot(*w.roots())
-    res = run("apply", w.planfile, "--json")
+    res = invoke("apply", w.planfile, "--json")
     out = _refused(w, res, (4,), before)
     assert out["error"]["code"].startswith("plan.")
 
@@ -733,7 +728,7 @@ def test_oversize_plan_file_is_refused_unread(ws: WS) -> None:
     w = build(ws.base)
     os.truncate(w.planfile, MAX_PLAN_BYTES + 1)  # sparse: costs no disk
     before = snapshot(*w.roots())
-    res = run("apply", w.planfile, "--json")
+    res = invoke("apply", w.planfile, "--json")
     out = _refused(w, res, (4,), before)
     assert "larger than" in out["error"]["message"]
 
@@ -743,7 +738,7 @@ def test_plan_file_that_is_a_fifo_is_refused_without_blocking(ws: WS) -> None:
     os.unlink(w.planfile)
     os.mkfifo(w.planfile)
     before = snapshot(*w.roots())
-    res = run("apply", w.planfile, "--json")
+    res = invoke("apply", w.planfile, "--json")
     out = _refused(w, res, (4,), before)
     assert "FIFO" in out["error"]["message"]
 
@@ -753,7 +748,7 @@ def test_malformed_plan_file_text_output_has_no_traceback(ws: WS) -> None:
     doc = load(w)
     op_at(doc["plan"], "top.md", "CREATE").pop("source")
     save(w, doc)
-    res = run("apply", w.planfile)
+    res = invoke("apply", w.planfile)
     assert res.exit_code == 4
     assert "plan.operations[" in res.stderr and ".source is missing" in res.stderr
     assert "Traceback" not in res.output
@@ -860,7 +855,7 @@ def test_random_edits_never_write_outside_the_engines_targets(
         return  # e.g. None, or a value tomli-w cannot write
 
     before = snapshot(*w.roots())
-    res = run("apply", w.planfile, "--json")
+    res = invoke("apply", w.planfile, "--json")
     event(f"exit {res.exit_code}")
     assert "Traceback" not in res.output
     out = json.loads(res.stdout)
@@ -899,7 +894,7 @@ def test_paths_only_the_file_names_are_never_opened(ws: WS) -> None:
     sys.addaudithook(_audit)  # cannot be removed: inert while _OPENED is None
     _OPENED = []
     try:
-        res = run("apply", w.planfile, "--json")
+        res = invoke("apply", w.planfile, "--json")
     finally:
         opened, _OPENED = _OPENED, None
     assert res.exit_code == 3
