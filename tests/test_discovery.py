@@ -10,11 +10,8 @@ import pytest
 
 from aikito_mem.discovery import Workspace, expand_home, resolve_workspace
 from aikito_mem.errors import EXIT_CONFIG, ConfigError
-
-
-def make_ws(path: Path) -> Path:
-    (path / "projects").mkdir(parents=True)
-    return path
+from tests.helpers.home import child_env
+from tests.helpers.workspace import bare_workspace
 
 
 @pytest.fixture
@@ -40,10 +37,10 @@ def write_pointer(home: Path, text: str, *, xdg: Path | None = None) -> Path:
 
 
 def test_order_option_beats_env_pointer_and_default(tmp_path: Path, home: Path) -> None:
-    opt = make_ws(tmp_path / "opt")
-    env_ws = make_ws(tmp_path / "env")
-    ptr = make_ws(tmp_path / "ptr")
-    make_ws(home / "aikito")
+    opt = bare_workspace(tmp_path / "opt")
+    env_ws = bare_workspace(tmp_path / "env")
+    ptr = bare_workspace(tmp_path / "ptr")
+    bare_workspace(home / "aikito")
     write_pointer(home, f"{ptr}\n")
     environ = env_for(home, AIKITO_DIR=str(env_ws))
 
@@ -64,13 +61,13 @@ def test_order_option_beats_env_pointer_and_default(tmp_path: Path, home: Path) 
 
 
 def test_empty_aikito_dir_is_skipped(tmp_path: Path, home: Path) -> None:
-    make_ws(home / "aikito")
+    bare_workspace(home / "aikito")
     ws = resolve_workspace(environ=env_for(home, AIKITO_DIR=""))
     assert ws.found_via == "default"
 
 
 def test_xdg_config_home_is_honoured(tmp_path: Path, home: Path) -> None:
-    ws = make_ws(tmp_path / "w")
+    ws = bare_workspace(tmp_path / "w")
     xdg = tmp_path / "xdg"
     write_pointer(home, "/nonexistent-should-not-be-used\n")
     write_pointer(home, f"{ws}\n", xdg=xdg)
@@ -79,14 +76,14 @@ def test_xdg_config_home_is_honoured(tmp_path: Path, home: Path) -> None:
 
 
 def test_relative_xdg_config_home_is_ignored(tmp_path: Path, home: Path) -> None:
-    ws = make_ws(tmp_path / "w")
+    ws = bare_workspace(tmp_path / "w")
     write_pointer(home, f"{ws}\n")
     got = resolve_workspace(environ=env_for(home, XDG_CONFIG_HOME="relative/xdg"))
     assert (got.root, got.found_via) == (str(ws), "pointer file")
 
 
 def test_pointer_first_line_stripped_and_tilde_expanded(home: Path) -> None:
-    make_ws(home / "spaces" / "ws")
+    bare_workspace(home / "spaces" / "ws")
     write_pointer(home, "  ~/spaces/ws  \r\nsecond line ignored\n")
     got = resolve_workspace(environ=env_for(home))
     assert got == Workspace(
@@ -96,7 +93,7 @@ def test_pointer_first_line_stripped_and_tilde_expanded(home: Path) -> None:
 
 @pytest.mark.parametrize("text", ["", "\n", "   \nsecond\n"])
 def test_empty_pointer_falls_back_to_default(home: Path, text: str) -> None:
-    make_ws(home / "aikito")
+    bare_workspace(home / "aikito")
     write_pointer(home, text)
     assert resolve_workspace(environ=env_for(home)).found_via == "default"
 
@@ -104,7 +101,7 @@ def test_empty_pointer_falls_back_to_default(home: Path, text: str) -> None:
 def test_pointer_that_is_a_directory_is_an_error(home: Path) -> None:
     pointer = home / ".config" / "aikito" / "workspace"
     pointer.mkdir(parents=True)
-    make_ws(home / "aikito")
+    bare_workspace(home / "aikito")
     with pytest.raises(ConfigError) as info:
         resolve_workspace(environ=env_for(home))
     assert info.value.code == "config.workspace_pointer"
@@ -122,7 +119,7 @@ def test_pointer_not_utf8_is_an_error(home: Path) -> None:
 
 
 def test_option_tilde_uses_environ_home(home: Path) -> None:
-    make_ws(home / "w")
+    bare_workspace(home / "w")
     got = resolve_workspace("~/w", environ=env_for(home))
     assert got == Workspace(root=str(home / "w"), found_via="option", given="~/w")
 
@@ -130,14 +127,14 @@ def test_option_tilde_uses_environ_home(home: Path) -> None:
 def test_relative_option_resolves_against_cwd(
     tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    make_ws(tmp_path / "here" / "ws")
+    bare_workspace(tmp_path / "here" / "ws")
     monkeypatch.chdir(tmp_path / "here")
     got = resolve_workspace("ws", environ=env_for(home))
     assert got == Workspace(root=str(tmp_path / "here" / "ws"), found_via="option", given="ws")
 
 
 def test_environ_defaults_to_os_environ(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    ws = make_ws(tmp_path / "w")
+    ws = bare_workspace(tmp_path / "w")
     monkeypatch.setenv("AIKITO_DIR", str(ws))
     got = resolve_workspace()
     assert (got.root, got.found_via) == (str(ws), "AIKITO_DIR")
@@ -154,7 +151,7 @@ def test_tilde_user_form_is_not_expanded() -> None:
 
 
 def test_symlinked_workspace_resolves_to_physical_path(tmp_path: Path, home: Path) -> None:
-    real = make_ws(tmp_path / "real" / "ws")
+    real = bare_workspace(tmp_path / "real" / "ws")
     (tmp_path / "a").symlink_to(tmp_path / "real")
     (tmp_path / "link").symlink_to(tmp_path / "a" / "ws")
     got = resolve_workspace(environ=env_for(home, AIKITO_DIR=str(tmp_path / "link")))
@@ -164,14 +161,14 @@ def test_symlinked_workspace_resolves_to_physical_path(tmp_path: Path, home: Pat
 
 
 def test_dotdot_in_option_is_resolved_physically(tmp_path: Path, home: Path) -> None:
-    ws = make_ws(tmp_path / "ws")
+    ws = bare_workspace(tmp_path / "ws")
     (tmp_path / "sub").mkdir()
     got = resolve_workspace(f"{tmp_path}/sub/../ws/", environ=env_for(home))
     assert got.root == str(ws)
 
 
 def test_workspace_is_frozen(tmp_path: Path, home: Path) -> None:
-    got = resolve_workspace(str(make_ws(tmp_path / "w")), environ=env_for(home))
+    got = resolve_workspace(str(bare_workspace(tmp_path / "w")), environ=env_for(home))
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         got.root = "/elsewhere"  # type: ignore[misc]
 
@@ -284,7 +281,7 @@ def test_dangling_symlink_workspace(tmp_path: Path, home: Path) -> None:
 def test_relative_env_or_pointer_is_an_error(
     tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch, source: str, value: str
 ) -> None:
-    make_ws(tmp_path / "relative" / "ws")
+    bare_workspace(tmp_path / "relative" / "ws")
     monkeypatch.chdir(tmp_path)  # would succeed if resolved against cwd
     environ = env_for(home)
     option = None
@@ -305,7 +302,7 @@ def test_relative_env_or_pointer_is_an_error(
 
 
 def pointer_error(home: Path) -> ConfigError:
-    make_ws(home / "aikito")  # the default exists: an unusable pointer never falls back
+    bare_workspace(home / "aikito")  # the default exists: an unusable pointer never falls back
     with pytest.raises(ConfigError) as info:
         resolve_workspace(environ=env_for(home))
     err = info.value
@@ -338,7 +335,7 @@ def test_pointer_with_nul_control_or_invalid_utf8_is_an_error(
 
 
 def test_pointer_white_space_and_crlf_are_stripped(home: Path) -> None:
-    make_ws(home / "w")
+    bare_workspace(home / "w")
     write_pointer(home, "").write_bytes(b"\t ~/w \t\r\nsecond\tline\r\n")
     assert resolve_workspace(environ=env_for(home)).root == str(home / "w")
 
@@ -358,7 +355,7 @@ def test_pointer_linked_to_a_device_is_an_error(home: Path) -> None:
 
 
 def test_pointer_symlink_to_a_file_is_followed(tmp_path: Path, home: Path) -> None:
-    ws = make_ws(tmp_path / "w")
+    ws = bare_workspace(tmp_path / "w")
     real = tmp_path / "dotfiles-workspace"
     real.write_text(f"{ws}\n")
     pointer = home / ".config" / "aikito" / "workspace"
@@ -382,8 +379,7 @@ def test_pointer_fifo_through_the_cli_exits_4_without_hanging(tmp_path: Path) ->
     home = tmp_path / "h"
     (home / ".config" / "aikito").mkdir(parents=True)
     os.mkfifo(home / ".config" / "aikito" / "workspace")
-    environ = {k: v for k, v in os.environ.items() if k != "AIKITO_DIR"}
-    environ.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
+    environ = child_env(home, XDG_CONFIG_HOME=str(home / ".config"))
     for command in (["sync", "project", "demo", "--json"], ["status", "--json"]):
         done = subprocess.run([sys.executable, "-m", "aikito_mem", *command], env=environ,
                               capture_output=True, text=True, timeout=60)
@@ -409,4 +405,4 @@ def test_relative_option_in_a_deleted_directory(
     with pytest.raises(ConfigError) as info:
         resolve_workspace("ws", environ=env_for(home))
     assert info.value.code == "config.cwd_missing"
-    assert resolve_workspace(str(make_ws(tmp_path / "abs")), environ=env_for(home))
+    assert resolve_workspace(str(bare_workspace(tmp_path / "abs")), environ=env_for(home))

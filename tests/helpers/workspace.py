@@ -135,3 +135,10 @@ class WS:
         from aikito_mem import Project
 
         return Project.load(name, workspace=self.root)
+
+
+def bare_workspace(path: Path) -> Path:
+    """A workspace at exactly ``path`` (parents made) holding only ``projects/``, the least
+    [W2] accepts: for discovery tests, where the place is the point."""
+    (path / "projects").mkdir(parents=True)
+    return path
