@@ -7,7 +7,6 @@ Everything runs on real temporary directories; nothing is mocked.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 from collections.abc import Iterator
@@ -17,38 +16,27 @@ import pytest
 
 from aikito_mem import Project
 from aikito_mem.model import Action, CheckoutState, Plan, Status
+from tests.helpers.workspace import WS, config_text
 
 # --------------------------------------------------------------------------- helpers
 
 
-@pytest.fixture(autouse=True)
-def _private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("AIKITO_DIR", raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    return home
+@pytest.fixture
+def root(ws: Path) -> Path:
+    """The base directory of :class:`WS`, holding ``ws`` and ``co``."""
+    return ws.parent
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    return tmp_path.resolve()
-
-
-@pytest.fixture
-def ws(root: Path) -> Path:
-    ws = root / "ws"
-    (ws / "projects").mkdir(parents=True)
-    (ws / "memory").mkdir()
-    return ws
+def ws(tmp_path: Path) -> Path:
+    """The workspace root of a fresh :class:`WS` (as a :class:`Path`)."""
+    return Path(WS(tmp_path).root)
 
 
 @pytest.fixture
 def co(root: Path) -> Path:
-    co = root / "co"
-    co.mkdir()
-    return co
+    """The checkout: the checkouts directory :class:`WS` made."""
+    return root / "co"
 
 
 def put(path: Path, text: str = "x\n") -> Path:
@@ -63,14 +51,7 @@ def project(
     paths: list[str | Path] | None = None,
     name: str = "demo",
 ) -> Path:
-    d = ws / "projects" / name
-    d.mkdir(parents=True, exist_ok=True)
-    text = ""
-    if memory is not None:
-        text += f"memory = {json.dumps(memory)}\n"
-    if paths is not None:
-        text += f"paths = {json.dumps([str(p) for p in paths])}\n"
-    return put(d / "agent.toml", text)
+    return put(ws / "projects" / name / "agent.toml", config_text(memory, paths))
 
 
 def plan_of(ws: Path, name: str = "demo") -> Plan:

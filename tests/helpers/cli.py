@@ -11,7 +11,7 @@ from typing import Any
 from click.testing import CliRunner, Result
 
 from aikito_mem.cli import cli
-from tests.helpers.workspace import WS
+from tests.helpers.workspace import WS, config_text
 
 #: The directory of the interpreter running the suite: the project's environment, with
 #: the ``aikito`` console script beside it.
@@ -55,12 +55,7 @@ class Env(WS):
     ) -> Path:
         """``projects/<name>/agent.toml`` with ``memory`` and ``paths`` (each omitted when
         ``None``) followed by ``extra``."""
-        text = ""
-        if memory is not None:
-            text += f"memory = {json.dumps(memory)}\n"
-        if paths is not None:
-            text += f"paths = {json.dumps([str(p) for p in paths])}\n"
-        return Path(self.write_config(name, raw=text + extra))
+        return Path(self.write_config(name, raw=config_text(memory, paths) + extra))
 
     def raw(self, data: bytes, name: str = "demo") -> Path:
         return Path(self.write_config(name, raw=data))

@@ -14,6 +14,7 @@ the paths in a :class:`~aikito_mem.model.Plan`.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,6 +24,17 @@ import tomli_w
 
 if TYPE_CHECKING:
     from aikito_mem import Project
+
+
+def config_text(memory: Sequence[str] | None, paths: Sequence[object] | None) -> str:
+    """An ``agent.toml`` of one ``memory`` line and one ``paths`` line (each left out when
+    ``None``; paths as ``str``), written as a person would."""
+    text = ""
+    if memory is not None:
+        text += f"memory = {json.dumps(list(memory))}\n"
+    if paths is not None:
+        text += f"paths = {json.dumps([str(p) for p in paths])}\n"
+    return text
 
 
 class WS:
