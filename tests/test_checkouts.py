@@ -5,7 +5,6 @@ lexical path ([K1]); explicit checkouts ([K4]); checkouts inside the workspace r
 from __future__ import annotations
 
 import os
-import subprocess
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +15,7 @@ from aikito_mem.checkouts import given_path, slots
 from aikito_mem.errors import ConfigError
 from aikito_mem.model import CheckoutState
 from aikito_mem.observe import Observer
+from tests.helpers import mounts
 from tests.helpers.cli import Env, one_json
 from tests.helpers.snapshots import changed, snapshot
 from tests.helpers.workspace import WS
@@ -104,18 +104,8 @@ def test_offline_duplicates_by_lexical_path(env: Env) -> None:
 @pytest.fixture
 def bind(env: Env) -> Iterator[Path]:
     """``<base>/bind``: a bind mount of the checkout (root only; unmounted afterwards)."""
-    if os.geteuid() != 0:
-        pytest.skip("bind mounts need root")
-    target = env.base / "bind"
-    target.mkdir()
-    done = subprocess.run(["mount", "--bind", str(env.co), str(target)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"mount --bind is not permitted here: {done.stderr.strip()}")
-    try:
+    with mounts.bind(env.co, env.base / "bind") as target:
         yield target
-    finally:
-        subprocess.run(["umount", str(target)], check=True)
 
 
 def test_bind_mount_of_a_checkout_is_one_checkout_locked_once(env: Env, bind: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ import pytest
 from aikito_mem import Project
 from aikito_mem.errors import ConfigError, ProjectNotFoundError
 from aikito_mem.projects import find_checkouts, list_projects, load_project_config
+from tests.helpers import mounts
 from tests.helpers.cli import Env, one_json
 from tests.helpers.snapshots import changed, snapshot
 from tests.helpers.workspace import WS
@@ -261,18 +261,9 @@ def test_find_checkouts_through_a_symlinked_spelling(ws: WS) -> None:
 @pytest.fixture
 def bind_mount(ws: WS):  # type: ignore[no-untyped-def]
     """``<base>/bind``: a bind mount of checkout ``co`` (root only)."""
-    if os.geteuid() != 0:
-        pytest.skip("bind mounts need root")
     co = ws.checkout("co")
-    bind = f"{ws.base}/bind"
-    os.mkdir(bind)
-    done = subprocess.run(["mount", "--bind", co, bind], capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"mount --bind is not permitted here: {done.stderr.strip()}")
-    try:
-        yield co, bind
-    finally:
-        subprocess.run(["umount", bind], check=True)
+    with mounts.bind(co, f"{ws.base}/bind") as bind:
+        yield co, str(bind)
 
 
 def test_find_checkouts_through_a_bind_mount(ws: WS, bind_mount: tuple[str, str]) -> None:

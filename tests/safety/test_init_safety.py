@@ -7,7 +7,6 @@ from __future__ import annotations
 import errno
 import os
 import signal
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from aikito_mem.errors import (
     StalePlanError,
 )
 from aikito_mem.init import InitStatus, init_project, init_workspace
+from tests.helpers import mounts
 from tests.helpers.snapshots import snapshot
 
 
@@ -258,18 +258,8 @@ def test_a_signal_stops_before_the_next_write(
 
 @pytest.fixture
 def readonly_dir(tmp_path: Path):  # type: ignore[no-untyped-def]
-    if os.geteuid() != 0:
-        pytest.skip("needs root to mount a filesystem")
-    mnt = tmp_path / "ro"
-    mnt.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(mnt)],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.skip(f"mount failed: {proc.stderr.strip()}")
-    try:
+    with mounts.tmpfs(tmp_path / "ro", "ro,size=1m") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", str(mnt)], capture_output=True, check=False)
 
 
 @pytest.mark.mount
@@ -322,20 +312,11 @@ def test_an_existing_workspace_swapped_for_a_symlink_is_never_written_through(
 def test_read_only_project_directory_is_refused_before_any_write(
     home: str, tmp_path: Path, dry_run: bool
 ) -> None:
-    if os.geteuid() != 0:
-        pytest.skip("needs root to mount a filesystem")
+    mounts.need_root()
     root = init_workspace(str(tmp_path / "ws"), environ={"HOME": home}).workspace
-    project = Path(root, "projects", "demo")
-    project.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(project)],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.skip(f"mount failed: {proc.stderr.strip()}")
-    try:
+    with mounts.tmpfs(Path(root, "projects", "demo"), "ro,size=1m"):
         before = _trees(tmp_path, home)
         with pytest.raises(ConfigError) as info:
             init_project(root, "demo", dry_run=dry_run, environ={"HOME": home})
         assert info.value.code == "config.init_not_writable"
         assert _trees(tmp_path, home) == before
-    finally:
-        subprocess.run(["umount", str(project)], capture_output=True, check=False)
