@@ -2,7 +2,8 @@
 :mod:`tests.helpers`.
 
 Fixtures: the autouse home guard (:func:`tests.helpers.home.isolate_home` for every
-test), ``ws`` (a fresh :class:`~tests.helpers.workspace.WS`), ``checkout`` and ``tmpfs``.
+test) and ``home``, its path; ``ws`` (a fresh :class:`~tests.helpers.workspace.WS`),
+``checkout`` and ``tmpfs``.
 """
 
 from __future__ import annotations
@@ -67,6 +68,12 @@ def _isolated_home(
     """Every test runs with a fresh temporary home ([W1] discovery can never find, or
     write into, the real home of whoever runs the suite)."""
     return isolate_home(monkeypatch, tmp_path_factory.mktemp("home"))
+
+
+@pytest.fixture
+def home(_isolated_home: Path) -> str:
+    """This test's guarded home as a physical path."""
+    return os.path.realpath(_isolated_home)
 
 
 @pytest.fixture

@@ -25,11 +25,6 @@ from aikito_mem.registry_defaults import AGENTS
 from tests.helpers.snapshots import snapshot
 
 
-@pytest.fixture
-def home(_isolated_home: Path) -> str:
-    return os.path.realpath(_isolated_home)
-
-
 def env(home: str, **extra: str) -> dict[str, str]:
     return {"HOME": home, **extra}
 

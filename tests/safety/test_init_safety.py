@@ -24,11 +24,6 @@ from tests.helpers import mounts
 from tests.helpers.snapshots import snapshot
 
 
-@pytest.fixture
-def home(_isolated_home: Path) -> str:
-    return os.path.realpath(_isolated_home)
-
-
 def _fresh(tmp: Path, home: str) -> tuple[str | None, dict[str, str]]:
     return None, {"HOME": home}
 
