@@ -23,7 +23,9 @@ from aikito_mem.config_edit import (
     toml_basic_string,
 )
 from aikito_mem.errors import ConfigError, ExecutionError, StalePlanError
+from tests.helpers.cli import imported_modules
 from tests.helpers.snapshots import snapshot
+from tests.helpers.workspace import WS
 
 P = "/srv/new"
 
@@ -913,22 +915,9 @@ def test_check_registration_refuses_what_the_registration_refuses(tmp_path: Path
 # -- tomlkit is imported only by the code that edits (§11) --------------------------------
 
 
-def _imported_modules(*args: str, cwd: str | None = None) -> tuple[int, set[str]]:
-    import subprocess
-    import sys
-
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "aikito_mem", *args],
-                          capture_output=True, text=True, cwd=cwd, timeout=120)
-    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()
-                if line.startswith("import time:")}
-    return proc.returncode, imported
-
-
 def test_tomlkit_is_imported_only_when_editing(tmp_path: Path) -> None:
     """``--version``, a plain sync and a dry run of an already-registered checkout never
     import tomlkit; a dry run that plans a registration does (the test can tell)."""
-    from tests.helpers.workspace import WS
-
     ws = WS(tmp_path)
     ws.add_file("a.md", "a")
     co = ws.checkout("co")
@@ -937,11 +926,11 @@ def test_tomlkit_is_imported_only_when_editing(tmp_path: Path) -> None:
     sync = ["--workspace", ws.root, "sync", "project", "demo"]
     for args in (["--version"], [*sync], [*sync, "--dry-run"], [*sync, co, "--dry-run"],
                  [*sync, co, "--check"], [*sync, co]):
-        code, imported = _imported_modules(*args)
-        assert code == 0, args
+        proc, imported = imported_modules(*args)
+        assert proc.returncode == 0, args
         assert "tomlkit" not in imported, args
-    code, imported = _imported_modules(*sync, new, "--dry-run")
-    assert code == 0
+    proc, imported = imported_modules(*sync, new, "--dry-run")
+    assert proc.returncode == 0
     assert "tomlkit" in imported
 
 
@@ -949,13 +938,10 @@ def test_checkout_under_home_is_registered_as_tilde(tmp_path: Path) -> None:
     """[K4] with a portable value: a checkout under the home directory is written as
     ``~/…`` (one agent.toml serves every machine); the dry run announces exactly that
     value, and the next sync finds the checkout registered."""
-    from tests.helpers.workspace import WS
-
     ws = WS(tmp_path)
     ws.add_file("a.md", "a")
     config = ws.write_config("demo", raw='memory = ["a.md"]  # refs\n')
-    home = os.environ["HOME"]
-    co = f"{home}/code/demo"
+    co = f"{ws.home}/code/demo"
     os.makedirs(co)
     plan = ws.project("demo").plan(co)
     assert plan.register == "~/code/demo"

@@ -4,6 +4,7 @@ processes, plus :class:`Env`, the world of the command-line tests."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,17 @@ def invoke(*args: str, env: dict[str, str] | None = None, color: bool = False) -
 def aikito_argv(*args: str) -> list[str]:
     """The argument vector of a real ``python -m aikito_mem ARGS`` process."""
     return [sys.executable, "-m", "aikito_mem", *args]
+
+
+def imported_modules(*args: str, cwd: str | None = None
+                     ) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """Run ``python -X importtime -m aikito_mem ARGS``; return the process and the names
+    of every module it imported (a structural check of §12 start-up, not a timing)."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "aikito_mem", *args],
+                          capture_output=True, text=True, cwd=cwd, timeout=120)
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()
+                if line.startswith("import time:")}
+    return proc, imported
 
 
 def one_json(stdout: str) -> dict[str, Any]:

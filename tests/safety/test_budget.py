@@ -13,6 +13,7 @@ import pytest
 
 import aikito_mem.api as api_mod
 from aikito_mem.observe import Observer
+from tests.helpers.cli import imported_modules
 from tests.helpers.workspace import WS
 
 
@@ -50,14 +51,8 @@ def test_warm_plan_costs_two_observations_per_resource(
 def test_version_imports_only_the_cli_library() -> None:
     """§12 start-up: ``aikito --version`` imports click and nothing of the engine — a
     structural check through ``-X importtime``, not a timing."""
-    import subprocess
-    import sys
-
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "aikito_mem", "--version"],
-                          capture_output=True, text=True, check=True)
-    assert proc.stdout.startswith("aikito ")
-    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()
-                if line.startswith("import time:")}
+    proc, imported = imported_modules("--version")
+    assert proc.returncode == 0 and proc.stdout.startswith("aikito ")
     assert "click" in imported
     heavy = {"attr", "attrs", "tomllib", "hashlib", "aikito_mem.model", "aikito_mem.api",
              "aikito_mem.config", "aikito_mem.render", "aikito_mem.execute"}
