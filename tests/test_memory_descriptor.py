@@ -27,8 +27,8 @@ from click.testing import CliRunner, Result
 
 import aikito_mem.descriptor as descriptor_mod
 from aikito_mem.cli import cli
-from tests.conftest import WS
-from tests.snapshots import changed, snapshot
+from tests.helpers.snapshots import changed, snapshot
+from tests.helpers.workspace import WS
 
 TIERS = {
     0: ("auto", ".agents/memory", None, None, None, ["grep"]),
@@ -329,7 +329,7 @@ def test_the_planner_exempts_only_a_regular_file() -> None:
     import attrs
 
     from aikito_mem.model import Kind, Observed
-    from tests.test_planner import plan_of, resource_set, view
+    from tests.helpers.pure import plan_of, resource_set, view
 
     for kind, literal in ((Kind.LINK, "/elsewhere"), (Kind.FIFO, None), (Kind.FILE, None)):
         anchored = attrs.evolve(view({"MEMORY.md": Observed(kind, literal, 1, 2)}),
