@@ -1,9 +1,6 @@
 """§5 Checkouts: [K1]–[K4].
 
-Black-box conformance, written from SPEC.md alone: driven only through the ``aikito``
-command line (real processes) and the public Python API (SPEC §10); helpers in
-:mod:`tests.conformance._support`, fixtures in its conftest.
-"""
+Black-box conformance, from SPEC.md alone: see :mod:`tests.conformance`."""
 
 from __future__ import annotations
 

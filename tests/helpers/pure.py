@@ -4,22 +4,22 @@ project ``demo`` and one checkout ``/co/a``; :func:`plan_of` runs
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aikito_mem.model import (
     Candidate,
     CheckoutState,
     CheckoutView,
-    Finding,
     Kind,
     Observed,
-    Operation,
-    Plan,
     ProjectConfig,
     Resource,
     ResourceSet,
 )
 from aikito_mem.planner import build_plan
+
+if TYPE_CHECKING:
+    from aikito_mem.model import Finding, Operation, Plan
 
 WS = "/ws"
 P = "demo"
