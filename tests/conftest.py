@@ -3,7 +3,8 @@
 
 Fixtures: the autouse home guard (:func:`tests.helpers.home.isolate_home` for every
 test) and ``home``, its path; ``ws`` (a fresh :class:`~tests.helpers.workspace.WS`),
-``checkout`` and ``tmpfs``.
+``env`` (the command-line tests' :class:`~tests.helpers.cli.Env`), ``checkout`` and
+``tmpfs``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from tests.helpers import mounts
+from tests.helpers.cli import Env
 from tests.helpers.home import isolate_home
 from tests.helpers.workspace import WS
 
@@ -80,6 +82,12 @@ def home(_isolated_home: Path) -> str:
 def ws(tmp_path: Path) -> WS:
     """A fresh temporary workspace builder."""
     return WS(tmp_path)
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Env:
+    """The command-line tests' world (:class:`~tests.helpers.cli.Env`) in ``tmp_path``."""
+    return Env(tmp_path)
 
 
 @pytest.fixture

@@ -21,11 +21,6 @@ from tests.helpers.snapshots import changed, snapshot
 from tests.helpers.workspace import WS
 
 
-@pytest.fixture
-def env(tmp_path: Path) -> Env:
-    return Env(tmp_path)
-
-
 def paths_of(doc: dict[str, object]) -> list[tuple[str, str, str]]:
     return [(c["label"], c["path"], c["state"]) for c in doc["checkouts"]]  # type: ignore[attr-defined]
 

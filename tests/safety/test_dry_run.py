@@ -125,7 +125,7 @@ class World:
 
     def __init__(self, ws: WS) -> None:
         self.ws = Path(ws.root)
-        self.home = Path(os.environ["HOME"])
+        self.home = Path(ws.home)
         self.co = Path(ws.checkout("main"))
         self.offline = ws.base / "offline-checkout"
         ws.add_file("team/a.md", "a\n")
