@@ -312,35 +312,3 @@ def _sync_and_check_convergence(ws: WS, world: World) -> None:
     second = ws.project(world.project).sync()
     assert second.outcome == "unchanged"
     assert snapshot(ws.base) == settled
-
-
-# =========================================================================== harness
-
-
-def test_harness_home_is_isolated(ws: WS) -> None:
-    home = os.environ["HOME"]
-    import pwd
-
-    assert home != pwd.getpwuid(os.getuid()).pw_dir
-    assert Path(home).is_dir() and not any(Path(home).iterdir())
-    assert os.environ["XDG_CONFIG_HOME"] == f"{home}/.config"
-    assert "AIKITO_DIR" not in os.environ
-    assert not ws.root.startswith(home)
-
-
-def test_harness_workspace_builder(ws: WS) -> None:
-    assert ws.add_file("team/a.md", "hi") == f"{ws.root}/memory/team/a.md"
-    assert ws.add_dir("glossary") == f"{ws.root}/memory/glossary"
-    assert ws.add_notes("demo") == f"{ws.root}/projects/demo/memory/notes"
-    assert ws.add_notes("demo", legacy=True) == f"{ws.root}/memory/demo/notes"
-    co = ws.checkout("laptop")
-    assert os.path.isdir(co) and co == os.path.realpath(co)
-    ws.write_config("demo", memory=["team/a.md", "glossary"], paths={"laptop": co})
-    project = ws.project("demo")
-    assert project.config.memory == ("team/a.md", "glossary")
-    assert [(c.label, c.path) for c in project.config.candidates] == [("laptop", co)]
-    plan = project.plan()
-    assert sorted(op.target for op in plan.operations) == [
-        ws.runtime(co, "glossary"), ws.runtime(co, "notes"), ws.runtime(co, "team/a.md")]
-    ws.write_config("demo", raw='memory = "x.md"\n')
-    assert Path(ws.config_path("demo")).read_text() == 'memory = "x.md"\n'

@@ -1,0 +1,149 @@
+"""The test suite's own house (docs/design.md, "The test suite"): every file where the
+layout says, no test module importing another, helpers only in ``tests/helpers``, no
+comment, docstring or document that speaks of an issue number or a deliverable instead
+of behaviour — and the helpers themselves: the home guard and the workspace builder."""
+
+from __future__ import annotations
+
+import ast
+import os
+import pkgutil
+import re
+from pathlib import Path
+
+import pytest
+
+import aikito_mem
+from tests.helpers.home import UNSET, child_env, isolate_home
+from tests.helpers.workspace import WS
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+
+#: Rooms a top-level ``tests/test_<room>[_<aspect>].py`` may mirror: the modules and
+#: packages of ``aikito_mem``, and the benchmark package.
+ROOMS = frozenset(m.name for m in pkgutil.iter_modules(aikito_mem.__path__)) | {"bench"}
+#: Top-level test files about the repository rather than a room.
+REPOSITORY = frozenset({
+    "packaging",  # pyproject, Makefile targets, the pre-commit hook
+    "getting_started",  # the README's "Getting started", followed literally
+    "completion",  # shell completion of the command line, in real processes
+    "layout",  # this file
+})
+#: ``tests/conformance/test_sNN_<title>.py``: one file per SPEC section (§1 is vocabulary).
+SECTIONS = range(2, 14)
+
+
+def python_files() -> list[Path]:
+    return sorted(p for p in TESTS.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def test_every_file_is_where_the_layout_says() -> None:
+    wrong = []
+    for path in python_files():
+        rel = path.relative_to(TESTS)
+        name = path.name
+        if len(rel.parts) == 1:
+            ok = name in ("__init__.py", "conftest.py") or (
+                name.startswith("test_") and any(
+                    stem == room or stem.startswith(f"{room}_")
+                    for stem in [name[len("test_"):-len(".py")]]
+                    for room in ROOMS | REPOSITORY))
+        elif len(rel.parts) == 2 and rel.parts[0] == "helpers":
+            ok = not name.startswith("test_")
+        elif len(rel.parts) == 2 and rel.parts[0] == "safety":
+            ok = name == "__init__.py" or re.fullmatch(r"test_[a-z0-9_]+\.py", name) is not None
+        elif len(rel.parts) == 2 and rel.parts[0] == "conformance":
+            m = re.fullmatch(r"test_s(\d\d)_[a-z0-9_]+\.py", name)
+            ok = name in ("__init__.py", "conftest.py", "_support.py") or (
+                m is not None and int(m.group(1)) in SECTIONS)
+        else:
+            ok = False
+        if not ok:
+            wrong.append(str(rel))
+    assert wrong == [], (
+        "tests/ holds test_<room>.py, safety/, conformance/test_sNN_<title>.py, helpers/ "
+        f"and conftest.py only (docs/design.md, 'The test suite'): {wrong}")
+
+
+def _imports(path: Path) -> list[str]:
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            out.append(node.module)
+            out.extend(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            out.extend(a.name for a in node.names)
+    return out
+
+
+def test_no_test_module_imports_another_or_conftest() -> None:
+    """What two modules share lives in ``tests/helpers``; conftest holds fixtures only."""
+    bad = {str(path.relative_to(TESTS)): names for path in python_files()
+           if (names := [n for n in _imports(path)
+                         if re.match(r"tests\.(?:\w+\.)*(?:test_\w+|conftest)(?:\.|$)", n)])}
+    assert bad == {}
+
+
+WORDS = re.compile(r"\b(issue|deliverable) [0-9]+", re.IGNORECASE)
+
+
+def test_no_text_speaks_of_issue_numbers_or_deliverables() -> None:
+    """Code, tests and docs describe behaviour and cite SPEC ids: an issue number or a
+    deliverable is a word no reader of the repository can look up."""
+    roots = [REPO / "aikito_mem", TESTS, REPO / "docs", REPO / "README.md"]
+    found = []
+    for root in roots:
+        files = [root] if root.is_file() else sorted(root.rglob("*"))
+        for path in files:
+            if path.suffix not in (".py", ".md") or "__pycache__" in path.parts:
+                continue
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if WORDS.search(line):
+                    found.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
+    assert found == []
+
+
+# --------------------------------------------------------------------------- the helpers
+
+
+def test_harness_home_is_isolated(ws: WS) -> None:
+    home = os.environ["HOME"]
+    import pwd
+
+    assert home != pwd.getpwuid(os.getuid()).pw_dir
+    assert Path(home).is_dir() and not any(Path(home).iterdir())
+    assert os.environ["XDG_CONFIG_HOME"] == f"{home}/.config"
+    assert not set(UNSET) & set(os.environ)
+    assert not ws.root.startswith(home)
+    child = child_env(NO_COLOR="1")
+    assert child["HOME"] == home and child["NO_COLOR"] == "1"
+    assert not [k for k in child if k.startswith(("AIKITO", "XDG_"))]
+
+
+def test_the_home_guard_unsets_what_would_point_elsewhere(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in UNSET:
+        monkeypatch.setenv(name, "1")
+    home = isolate_home(monkeypatch, tmp_path / "h")
+    assert os.environ["HOME"] == str(home) and home.is_dir()
+    assert os.environ["XDG_CONFIG_HOME"] == str(home / ".config")
+    assert not set(UNSET) & set(os.environ)
+
+
+def test_harness_workspace_builder(ws: WS) -> None:
+    assert ws.add_file("team/a.md", "hi") == f"{ws.root}/memory/team/a.md"
+    assert ws.add_dir("glossary") == f"{ws.root}/memory/glossary"
+    assert ws.add_notes("demo") == f"{ws.root}/projects/demo/memory/notes"
+    assert ws.add_notes("demo", legacy=True) == f"{ws.root}/memory/demo/notes"
+    co = ws.checkout("laptop")
+    assert os.path.isdir(co) and co == os.path.realpath(co)
+    ws.write_config("demo", memory=["team/a.md", "glossary"], paths={"laptop": co})
+    project = ws.project("demo")
+    assert project.config.memory == ("team/a.md", "glossary")
+    assert [(c.label, c.path) for c in project.config.candidates] == [("laptop", co)]
+    plan = project.plan()
+    assert sorted(op.target for op in plan.operations) == [
+        ws.runtime(co, "glossary"), ws.runtime(co, "notes"), ws.runtime(co, "team/a.md")]
+    ws.write_config("demo", raw='memory = "x.md"\n')
+    assert Path(ws.config_path("demo")).read_text() == 'memory = "x.md"\n'
