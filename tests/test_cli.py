@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,88 +20,7 @@ from click.testing import CliRunner
 
 from aikito_mem import __version__
 from aikito_mem.cli import cli
-
-VENV_BIN = Path(sys.executable).parent
-
-# --------------------------------------------------------------------------- helpers
-
-
-@pytest.fixture(autouse=True)
-def _private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("AIKITO_DIR", raising=False)
-    monkeypatch.delenv("NO_COLOR", raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    return home
-
-
-class Env:
-    """A workspace ``<base>/ws`` with project ``demo`` and checkout ``<base>/co``."""
-
-    def __init__(self, base: Path) -> None:
-        self.base = Path(os.path.realpath(base))
-        self.ws = self.base / "ws"
-        self.co = self.base / "co"
-        (self.ws / "projects").mkdir(parents=True)
-        (self.ws / "memory/team").mkdir(parents=True)
-        (self.ws / "memory/team/a.md").write_text("a\n")
-        (self.ws / "memory/glossary.md").write_text("g\n")
-        self.co.mkdir()
-        self.cfg = self.config(["team/a.md", "glossary.md"], [self.co])
-
-    def config(
-        self, memory: list[str] | None, paths: list[Any] | None, name: str = "demo",
-        extra: str = "",
-    ) -> Path:
-        d = self.ws / "projects" / name
-        d.mkdir(parents=True, exist_ok=True)
-        text = ""
-        if memory is not None:
-            text += f"memory = {json.dumps(memory)}\n"
-        if paths is not None:
-            text += f"paths = {json.dumps([str(p) for p in paths])}\n"
-        path = d / "agent.toml"
-        path.write_text(text + extra)
-        return path
-
-    def raw(self, data: bytes, name: str = "demo") -> Path:
-        path = self.ws / "projects" / name / "agent.toml"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        return path
-
-    def mem(self, rel: str = "", co: Path | None = None) -> Path:
-        base = (co or self.co) / ".agents/memory"
-        return base / rel if rel else base
-
-    def run(self, *args: str, color: bool = False, workspace: bool = True) -> Any:
-        argv = ["--workspace", str(self.ws)] if workspace else []
-        return CliRunner().invoke(cli, [*argv, *args], color=color)
-
-    def sync(self, *args: str, **kw: Any) -> Any:
-        return self.run("sync", "project", *args, **kw)
-
-    def json(self, *args: str) -> tuple[int, dict[str, Any]]:
-        result = self.sync(*args, "--json")
-        assert result.exception is None or isinstance(result.exception, SystemExit), \
-            result.exception
-        return result.exit_code, one_json(result.stdout)
-
-
-def one_json(stdout: str) -> dict[str, Any]:
-    """Exactly one JSON document and nothing else on stdout."""
-    doc, end = json.JSONDecoder().raw_decode(stdout)
-    assert stdout[end:].strip() == "", f"more than one document: {stdout[end:]!r}"
-    assert isinstance(doc, dict)
-    return doc
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> Env:
-    return Env(tmp_path)
-
+from tests.helpers.cli import VENV_BIN, Env, one_json
 
 # --------------------------------------------------------------------------- JSON schema
 

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from aikito_mem.cli import cli
-from tests.conftest import WS
+from tests.helpers.workspace import WS
 
 
 @pytest.fixture

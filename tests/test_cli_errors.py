@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from aikito_mem.cli import cli
-from tests.conftest import WS
+from tests.helpers.workspace import WS
 
 
 def test_flock_failure_is_exit_5_without_traceback(

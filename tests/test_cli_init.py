@@ -24,7 +24,7 @@ from click.testing import CliRunner, Result
 
 from aikito_mem import signals
 from aikito_mem.cli import cli
-from tests.snapshots import changed, snapshot
+from tests.helpers.snapshots import changed, snapshot
 
 #: What ``aikito init`` creates in a fresh workspace, relative to it.
 WORKSPACE = ["projects/", "memory/", "skills/", "agents/", "subagents/", "layout.toml"]

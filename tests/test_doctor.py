@@ -15,7 +15,7 @@ from click.testing import CliRunner, Result
 
 from aikito_mem.cli import cli
 from aikito_mem.doctor import Check, DoctorReport, check_index, run
-from tests.snapshots import snapshot
+from tests.helpers.snapshots import snapshot
 
 HAS_GIT = shutil.which("git") is not None
 

@@ -28,8 +28,8 @@ from aikito_mem import Project
 from aikito_mem.cli import cli
 from aikito_mem.errors import ExecutionError, StalePlanError
 from aikito_mem.model import Action, Status
-from tests.conftest import WS
-from tests.snapshots import Entry, snapshot
+from tests.helpers.snapshots import Entry, snapshot
+from tests.helpers.workspace import WS
 
 # --------------------------------------------------------------------------- helpers
 

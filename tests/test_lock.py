@@ -18,8 +18,8 @@ import aikito_mem.lock as lock_mod
 from aikito_mem import signals
 from aikito_mem.errors import ConfigError, InterruptedError_, LockBusyError
 from aikito_mem.lock import Locks, check_timeout
-from tests.conftest import WS
-from tests.snapshots import snapshot
+from tests.helpers.snapshots import snapshot
+from tests.helpers.workspace import WS
 
 
 @contextmanager

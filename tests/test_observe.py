@@ -9,7 +9,7 @@ from pathlib import Path
 
 from aikito_mem.model import Kind
 from aikito_mem.observe import Observer, lstat, mount_points
-from tests.conftest import WS
+from tests.helpers.workspace import WS
 
 
 def tree(ws: WS) -> str:

@@ -20,97 +20,30 @@ from aikito_mem.execute import _by_checkout, _write_order
 from aikito_mem.model import (
     ABSENT,
     Action,
-    Candidate,
     CheckoutState,
-    CheckoutView,
     Finding,
     Kind,
     Observed,
-    Operation,
     Plan,
-    ProjectConfig,
-    Resource,
-    ResourceSet,
 )
 from aikito_mem.planner import build_plan
-from tests.strategies import World, worlds
-
-WS = "/ws"
-P = "demo"
-CO = "/co/a"
-BASE = f"{CO}/.agents/memory"
-CFG = f"{WS}/projects/{P}/agent.toml"
-CURRENT_NOTES = f"{WS}/projects/{P}/memory/notes"
-LEGACY_NOTES = f"{WS}/memory/{P}/notes"
-
-DIR = Observed(Kind.DIR, None, 1, 2)
-
-
-def link(literal: str) -> Observed:
-    return Observed(Kind.LINK, literal, 1, 99)
-
-
-def ref(name: str, **kw: Any) -> Resource:
-    return Resource(name, name, f"{WS}/memory/{name}", **kw)
-
-
-def notes(location: str = "current", **kw: Any) -> Resource:
-    src = CURRENT_NOTES if location == "current" else LEGACY_NOTES
-    return Resource("notes", "notes", src, is_notes=True, **kw)
-
-
-def resource_set(*resources: Resource, location: str | None = None,
-                 findings: tuple[Finding, ...] = ()) -> ResourceSet:
-    has_notes = any(r.is_notes for r in resources)
-    loc = location if location is not None else ("current" if has_notes else None)
-    src = None
-    if has_notes:
-        src = CURRENT_NOTES if loc == "current" else LEGACY_NOTES
-    return ResourceSet(
-        tuple(sorted(resources, key=lambda r: (r.rel, r.shadowed))),
-        project_memory_exists=loc == "current",
-        notes_source=src,
-        notes_location=loc,
-        notes_history=(CURRENT_NOTES, LEGACY_NOTES),
-        findings=findings,
-    )
-
-
-def view(entries: dict[str, Observed] | None = None, *, path: str = CO, label: str = "1",
-         state: CheckoutState = CheckoutState.ACTIVE, agents: Observed = DIR,
-         memory: Observed = DIR, root: Observed = DIR, reason: str | None = None,
-         ) -> CheckoutView:
-    if state is CheckoutState.OFFLINE:
-        return CheckoutView(label, path, state, reason or "path does not exist")
-    return CheckoutView(label, path, state, reason, root, agents, memory,
-                        tuple(sorted((entries or {}).items())))
-
-
-def config(memory: tuple[str, ...] = (), paths: tuple[str, ...] = (CO,)) -> ProjectConfig:
-    cands = tuple(Candidate(str(i + 1), p, p, True) for i, p in enumerate(paths))
-    return ProjectConfig(P, f"{WS}/projects/{P}", CFG, memory, cands, (), "0" * 64)
-
-
-def plan_of(resources: ResourceSet, *views: CheckoutView) -> Plan:
-    memory = tuple(r.name for r in resources.resources if not r.is_notes)
-    return build_plan(
-        config=config(memory, tuple(v.path for v in views)),
-        workspace=WS,
-        workspace_source="option",
-        resources=resources,
-        checkouts=views,
-    )
-
-
-def ops_at(plan: Plan, rel: str) -> list[Operation]:
-    return [op for op in plan.operations if op.target == f"{BASE}/{rel}"]
-
-
-def brief(plan: Plan) -> list[tuple[str, str, str, str]]:
-    """(action, rule, target relative to the checkout, entry) of every operation."""
-    return [(op.action.value, op.rule, op.target.removeprefix(f"{op.checkout}/"), op.entry)
-            for op in plan.operations]
-
+from tests.helpers.pure import (
+    BASE,
+    CO,
+    CURRENT_NOTES,
+    DIR,
+    LEGACY_NOTES,
+    WS,
+    brief,
+    config,
+    link,
+    notes,
+    plan_of,
+    ref,
+    resource_set,
+    view,
+)
+from tests.helpers.strategies import World, worlds
 
 # =========================================================================== [P1]
 

@@ -25,7 +25,7 @@ from aikito_mem.render.text import (
     message_lines,
     printable,
 )
-from tests.conftest import WS
+from tests.helpers.workspace import WS
 
 # ------------------------------------------------------------------------------ text rules
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 
 from aikito_mem.api import Project
 from aikito_mem.cli import cli
-from tests.snapshots import snapshot
+from tests.helpers.snapshots import snapshot
 
 
 def make_ws(tmp: Path) -> Path:

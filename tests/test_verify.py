@@ -8,8 +8,8 @@ import os
 import pytest
 
 from aikito_mem.errors import StalePlanError
-from tests.conftest import WS
-from tests.snapshots import snapshot
+from tests.helpers.snapshots import snapshot
+from tests.helpers.workspace import WS
 
 
 def test_target_appearing_in_new_directories_is_named(ws: WS) -> None:

@@ -22,8 +22,8 @@ from click.testing import CliRunner
 
 from aikito_mem.cli import cli
 from aikito_mem.model import Action
-from tests.conftest import WS
-from tests.snapshots import snapshot
+from tests.helpers.snapshots import snapshot
+from tests.helpers.workspace import WS
 
 PATH_MAX = os.pathconf("/", "PC_PATH_MAX")
 

@@ -29,8 +29,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import WS
-from tests.snapshots import snapshot
+from tests.helpers.snapshots import snapshot
+from tests.helpers.workspace import WS
 
 AIKITO = os.path.join(os.path.dirname(sys.executable), "aikito")
 SIGNALS = [pytest.param(signal.SIGINT, id="SIGINT"), pytest.param(signal.SIGTERM, id="SIGTERM")]
