@@ -14,16 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
 from aikito_mem import adopt_plan, fsutil, treemove
 from aikito_mem.adopt import adopt
 from aikito_mem.api import Project
-from aikito_mem.cli import cli
 from aikito_mem.config_edit import add_memory_reference
 from aikito_mem.errors import ConfigError
 from aikito_mem.model import Action
 from aikito_mem.render.adopt import json_document
+from tests.helpers.cli import invoke
 from tests.helpers.snapshots import changed, snapshot
 from tests.helpers.workspace import WS
 
@@ -62,8 +62,7 @@ def run(ws: Path, target: Path | str, **kw: Any) -> dict[str, Any]:
 
 
 def cli_adopt(ws: Path, *args: str) -> Result:
-    return CliRunner().invoke(cli, ["--workspace", str(ws), "adopt", *args],
-                              catch_exceptions=False)
+    return invoke("--workspace", str(ws), "adopt", *args)
 
 
 def clean(ws: Path, co: Path) -> None:

@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
 from aikito_mem import adopt_plan, execute, fsutil, lock, treemove
 from aikito_mem.adopt import adopt
-from aikito_mem.cli import cli
 from aikito_mem.render.adopt import json_document
+from tests.helpers.cli import invoke
 from tests.helpers.snapshots import changed, snapshot
 from tests.helpers.workspace import WS
 
@@ -38,8 +38,7 @@ def world(ws: WS, checkout: str | None = None) -> tuple[str, str]:
 
 
 def adopt_json(ws: WS, target: str, *args: str) -> tuple[Result, dict[str, Any]]:
-    res = CliRunner().invoke(cli, ["--workspace", ws.root, "adopt", target, "--json", *args],
-                             catch_exceptions=False)
+    res = invoke("--workspace", ws.root, "adopt", target, "--json", *args)
     return res, json.loads(res.stdout)
 
 
