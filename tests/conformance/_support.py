@@ -175,7 +175,7 @@ def op_for(doc, target: Path | str):
 def assert_schema(doc, rc):
     missing = TOP_KEYS - set(doc)
     assert not missing, f"missing top-level keys {missing}"
-    assert doc["schema"] == "aikito.sync/1"
+    assert doc["schema"] == "aikito.sync/2"
     assert doc["outcome"] in OUTCOMES
     assert doc["exit_code"] == rc
     assert isinstance(doc["dry_run"], bool)
