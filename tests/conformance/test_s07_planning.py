@@ -272,4 +272,5 @@ def test_P1_notes_replacement_text_lines(w):
     cur = w.notes_current()
     r = w.sync("--dry-run")
     assert re.search(r"^\s*- \S*notes\s*$", r.out, re.M), r.out
-    assert re.search(rf"^\s*\+ \S*notes -> {re.escape(str(cur))}\s*$", r.out, re.M), r.out
+    rel = os.path.relpath(cur, w.ws)  # SPEC §9: sources relative to the workspace
+    assert re.search(rf"^\s*\+ \S*notes -> {re.escape(rel)}\s*$", r.out, re.M), r.out

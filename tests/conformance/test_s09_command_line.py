@@ -37,8 +37,8 @@ def test_cli_text_lines_and_summary(w):
     plus = [ln for ln in lines if re.match(r"^\s*\+ ", ln)]
     assert len(plus) == 1
     m = re.match(r"^\s*\+ (\S+) -> (\S+)$", plus[0])
-    assert m and m.group(2) == w.src("a.md")
-    # AMBIGUOUS: TARGET may be printed absolute or relative to the checkout.
+    # SPEC §9: sources relative to the workspace, targets relative to their checkout.
+    assert m and m.group(2) == "memory/a.md"
     assert m.group(1) in {str(w.rt("a.md")), ".agents/memory/a.md", "a.md"}
     assert any(re.match(rf"^\s*~ checkout offline: {re.escape(str(w.tmp / 'off'))}$", ln)
                for ln in lines), r.out
@@ -278,8 +278,11 @@ def test_cli_no_colour_on_a_pty_with_NO_COLOR_or_no_color(w):
         os.close(master)
         return b"".join(chunks).decode("utf-8", "replace")
 
-    out = on_pty(["sync", "project", "demo", "--dry-run", "--color"], {"NO_COLOR": "1"})
+    out = on_pty(["sync", "project", "demo", "--dry-run"], {"NO_COLOR": "1"})
     assert "gone.md" in out and "\x1b[" not in out, repr(out)
+    # SPEC §9: an explicit --color wins over the environment.
+    out = on_pty(["sync", "project", "demo", "--dry-run", "--color"], {"NO_COLOR": "1"})
+    assert "gone.md" in out and "\x1b[" in out, repr(out)
     out = on_pty(["sync", "project", "demo", "--dry-run", "--no-color"], {})
     assert "gone.md" in out and "\x1b[" not in out, repr(out)
 
