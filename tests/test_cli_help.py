@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from aikito_mem.cli import cli
-from tests.conftest import WS
+from tests.helpers.workspace import WS
 
 COMMANDS = [[], ["sync"], ["sync", "project"], ["apply"], ["status"], ["doctor"], ["adopt"],
             ["init"], ["init", "project"]]

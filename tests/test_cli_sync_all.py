@@ -21,8 +21,8 @@ from aikito_mem.errors import ConfigError, InterruptedError_
 from aikito_mem.outcome import error_report
 from aikito_mem.render.sync import SCHEMA as SYNC_SCHEMA
 from aikito_mem.sync_all import PRECEDENCE, SyncAllReport, combined_exit_code
-from tests.conftest import WS
-from tests.snapshots import snapshot
+from tests.helpers.snapshots import snapshot
+from tests.helpers.workspace import WS
 
 
 def run(ws: WS, *args: str) -> Result:
