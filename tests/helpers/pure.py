@@ -1,21 +1,12 @@
-"""Inputs of the pure planner built by hand (no filesystem): a workspace ``/ws`` with
-project ``demo`` and one checkout ``/co/a``; :func:`plan_of` runs
-:func:`aikito_mem.planner.build_plan` on them."""
+"""Inputs of the pure planner built by hand (no filesystem): values of
+:mod:`aikito_mem.model` for a workspace ``/ws`` with project ``demo`` and one checkout
+``/co/a``; :func:`plan_of` runs :func:`aikito_mem.planner.build_plan` on them."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aikito_mem.model import (
-    Candidate,
-    CheckoutState,
-    CheckoutView,
-    Kind,
-    Observed,
-    ProjectConfig,
-    Resource,
-    ResourceSet,
-)
+from aikito_mem import model
 from aikito_mem.planner import build_plan
 
 if TYPE_CHECKING:
@@ -29,30 +20,30 @@ CFG = f"{WS}/projects/{P}/agent.toml"
 CURRENT_NOTES = f"{WS}/projects/{P}/memory/notes"
 LEGACY_NOTES = f"{WS}/memory/{P}/notes"
 
-DIR = Observed(Kind.DIR, None, 1, 2)
+DIR = model.Observed(model.Kind.DIR, None, 1, 2)
 
 
-def link(literal: str) -> Observed:
-    return Observed(Kind.LINK, literal, 1, 99)
+def link(literal: str) -> model.Observed:
+    return model.Observed(model.Kind.LINK, literal, 1, 99)
 
 
-def ref(name: str, **kw: Any) -> Resource:
-    return Resource(name, name, f"{WS}/memory/{name}", **kw)
+def ref(name: str, **kw: Any) -> model.Resource:
+    return model.Resource(name, name, f"{WS}/memory/{name}", **kw)
 
 
-def notes(location: str = "current", **kw: Any) -> Resource:
+def notes(location: str = "current", **kw: Any) -> model.Resource:
     src = CURRENT_NOTES if location == "current" else LEGACY_NOTES
-    return Resource("notes", "notes", src, is_notes=True, **kw)
+    return model.Resource("notes", "notes", src, is_notes=True, **kw)
 
 
-def resource_set(*resources: Resource, location: str | None = None,
-                 findings: tuple[Finding, ...] = ()) -> ResourceSet:
+def resource_set(*resources: model.Resource, location: str | None = None,
+                 findings: tuple[Finding, ...] = ()) -> model.ResourceSet:
     has_notes = any(r.is_notes for r in resources)
     loc = location if location is not None else ("current" if has_notes else None)
     src = None
     if has_notes:
         src = CURRENT_NOTES if loc == "current" else LEGACY_NOTES
-    return ResourceSet(
+    return model.ResourceSet(
         tuple(sorted(resources, key=lambda r: (r.rel, r.shadowed))),
         project_memory_exists=loc == "current",
         notes_source=src,
@@ -62,22 +53,23 @@ def resource_set(*resources: Resource, location: str | None = None,
     )
 
 
-def view(entries: dict[str, Observed] | None = None, *, path: str = CO, label: str = "1",
-         state: CheckoutState = CheckoutState.ACTIVE, agents: Observed = DIR,
-         memory: Observed = DIR, root: Observed = DIR, reason: str | None = None,
-         ) -> CheckoutView:
-    if state is CheckoutState.OFFLINE:
-        return CheckoutView(label, path, state, reason or "path does not exist")
-    return CheckoutView(label, path, state, reason, root, agents, memory,
-                        tuple(sorted((entries or {}).items())))
+def view(
+    entries: dict[str, model.Observed] | None = None, *, path: str = CO, label: str = "1",
+    state: model.CheckoutState = model.CheckoutState.ACTIVE, agents: model.Observed = DIR,
+    memory: model.Observed = DIR, root: model.Observed = DIR, reason: str | None = None,
+) -> model.CheckoutView:
+    if state is model.CheckoutState.OFFLINE:
+        return model.CheckoutView(label, path, state, reason or "path does not exist")
+    return model.CheckoutView(label, path, state, reason, root, agents, memory,
+                              tuple(sorted((entries or {}).items())))
 
 
-def config(memory: tuple[str, ...] = (), paths: tuple[str, ...] = (CO,)) -> ProjectConfig:
-    cands = tuple(Candidate(str(i + 1), p, p, True) for i, p in enumerate(paths))
-    return ProjectConfig(P, f"{WS}/projects/{P}", CFG, memory, cands, (), "0" * 64)
+def config(memory: tuple[str, ...] = (), paths: tuple[str, ...] = (CO,)) -> model.ProjectConfig:
+    cands = tuple(model.Candidate(str(i + 1), p, p, True) for i, p in enumerate(paths))
+    return model.ProjectConfig(P, f"{WS}/projects/{P}", CFG, memory, cands, (), "0" * 64)
 
 
-def plan_of(resources: ResourceSet, *views: CheckoutView) -> Plan:
+def plan_of(resources: model.ResourceSet, *views: model.CheckoutView) -> Plan:
     memory = tuple(r.name for r in resources.resources if not r.is_notes)
     return build_plan(
         config=config(memory, tuple(v.path for v in views)),
