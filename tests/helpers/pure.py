@@ -10,7 +10,7 @@ from aikito_mem import model
 from aikito_mem.planner import build_plan
 
 if TYPE_CHECKING:
-    from aikito_mem.model import Finding, Operation, Plan
+    from aikito_mem.model import Finding, Plan
 
 WS = "/ws"
 P = "demo"
@@ -78,10 +78,6 @@ def plan_of(resources: model.ResourceSet, *views: model.CheckoutView) -> Plan:
         resources=resources,
         checkouts=views,
     )
-
-
-def ops_at(plan: Plan, rel: str) -> list[Operation]:
-    return [op for op in plan.operations if op.target == f"{BASE}/{rel}"]
 
 
 def brief(plan: Plan) -> list[tuple[str, str, str, str]]:
