@@ -12,106 +12,14 @@ written — and when every active segment is blocked, nothing at all, no registr
 from __future__ import annotations
 
 import itertools
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from aikito_mem.cli import cli
-from tests.snapshots import changed, snapshot
-
-SKILLS = ("alpha", "beta")
-
-
-class SegWorld:
-    """Workspace ``<base>/ws`` (project ``demo``: two skills, ``AGENTS.md``, one memory
-    file; registry: ``AGENTS.md`` for codex, ``.claude/CLAUDE.md`` for claude-code, detected
-    through ``~/.claude``), checkout ``<base>/co`` with foreign files, HOME ``<base>/home``."""
-
-    def __init__(self, base: Path, *, register: bool = True) -> None:
-        self.base = Path(os.path.realpath(base))
-        self.ws = self.base / "ws"
-        self.co = self.base / "co"
-        self.home = Path(os.environ["HOME"])
-        (self.home / ".claude").mkdir(exist_ok=True)
-        for name in SKILLS:
-            (self.ws / "skills" / name).mkdir(parents=True)
-            (self.ws / "skills" / name / "SKILL.md").write_text(f"# {name}\n")
-        (self.ws / "skills" / "unused").mkdir()
-        (self.ws / "memory").mkdir()
-        (self.ws / "memory" / "a.md").write_text("a\n")
-        (self.ws / "agents").mkdir()
-        (self.ws / "agents" / "codex.toml").write_text(
-            '[agents.codex]\ndisplay_name = "Codex"\nproject_instruction_path = "AGENTS.md"\n')
-        (self.ws / "agents" / "claude-code.toml").write_text(
-            '[agents.claude-code]\ndisplay_name = "Claude Code"\n'
-            'project_instruction_path = ".claude/CLAUDE.md"\n'
-            '[agents.claude-code.detect]\npaths = [".claude"]\n')
-        self.project_dir = self.ws / "projects" / "demo"
-        self.project_dir.mkdir(parents=True)
-        self.agents_md = self.project_dir / "AGENTS.md"
-        self.agents_md.write_text("# Rules\nbe careful\n")
-        self.co.mkdir()
-        (self.co / "README.md").write_text("foreign\n")
-        (self.co / "src").mkdir()
-        (self.co / "src" / "main.py").write_text("print('hi')\n")
-        self.write_config(paths=[str(self.co)] if register else [])
-
-    def write_config(self, *, skills: tuple[str, ...] | None = SKILLS,
-                     paths: list[str] | None = None, extra: str = "") -> None:
-        text = f"paths = {json.dumps(paths if paths is not None else [str(self.co)])}\n"
-        text += 'memory = ["a.md"]\n'
-        if skills is not None:
-            text += f"skills = {json.dumps(list(skills))}\n"
-        (self.project_dir / "agent.toml").write_text(text + extra)
-
-    # -- expected link literals ----------------------------------------------------------
-
-    def skill(self, name: str) -> str:
-        return f"{self.ws}/skills/{name}"
-
-    @property
-    def instructions(self) -> str:
-        return f"{self.project_dir}/AGENTS.md"
-
-    def targets(self) -> dict[str, tuple[str, str]]:
-        """segment → (target, literal) of every link a full sync writes."""
-        out: dict[str, tuple[str, str]] = {}
-        for name in SKILLS:
-            out[f"skills:{name}"] = (f"{self.co}/.agents/skills/{name}", self.skill(name))
-        out["instructions:claude"] = (f"{self.co}/.claude/CLAUDE.md", self.instructions)
-        out["instructions:agents"] = (f"{self.co}/AGENTS.md", self.instructions)
-        out["memory:a.md"] = (f"{self.co}/.agents/memory/a.md", f"{self.ws}/memory/a.md")
-        return out
-
-    def links(self, segment: str) -> dict[str, str | None]:
-        """target → literal (or ``None`` when not a link) of ``segment``'s targets."""
-        out: dict[str, str | None] = {}
-        for key, (target, _) in self.targets().items():
-            if key.startswith(segment + ":"):
-                out[target] = os.readlink(target) if os.path.islink(target) else None
-        return out
-
-    def roots(self) -> tuple[Path, ...]:
-        return (self.base,)
-
-    # -- running ---------------------------------------------------------------------------
-
-    def run(self, *args: str) -> Any:
-        return CliRunner().invoke(cli, ["--workspace", str(self.ws), *args])
-
-    def sync(self, *args: str) -> Any:
-        return self.run("sync", "project", "demo", *args)
-
-    def json(self, *args: str) -> tuple[int, dict[str, Any]]:
-        res = self.sync(*args, "--json")
-        assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
-        doc, end = json.JSONDecoder().raw_decode(res.stdout)
-        assert res.stdout[end:].strip() == ""
-        return res.exit_code, doc
+from tests.helpers.segments import SegWorld
+from tests.helpers.snapshots import changed, snapshot
 
 
 @pytest.fixture

@@ -19,10 +19,11 @@ from tests.helpers.workspace import WS, config_text
 VENV_BIN = Path(sys.executable).parent
 
 
-def invoke(*args: str, env: dict[str, str] | None = None, color: bool = False) -> Result:
-    """``aikito ARGS`` in process; an exception escaping the CLI (a traceback) fails the
-    test."""
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False, env=env, color=color)
+def invoke(*args: str, env: dict[str, str] | None = None, color: bool = False,
+           catch: bool = False) -> Result:
+    """``aikito ARGS`` in process.  An exception escaping the CLI (a traceback) fails the
+    test, unless ``catch``: then it is left on ``result.exception`` for the test to judge."""
+    return CliRunner().invoke(cli, list(args), catch_exceptions=catch, env=env, color=color)
 
 
 def aikito_argv(*args: str) -> list[str]:
@@ -77,7 +78,7 @@ class Env(WS):
 
     def run(self, *args: str, color: bool = False, workspace: bool = True) -> Any:
         argv = ["--workspace", str(self.ws)] if workspace else []
-        return CliRunner().invoke(cli, [*argv, *args], color=color)
+        return invoke(*argv, *args, color=color, catch=True)
 
     def sync(self, *args: str, **kw: Any) -> Any:
         return self.run("sync", "project", *args, **kw)

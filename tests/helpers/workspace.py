@@ -83,12 +83,13 @@ class WS:
         memory: Sequence[str] | None = None,
         paths: Sequence[str] | Mapping[str, str] | None = None,
         raw: str | bytes | None = None,
+        skills: Sequence[str] | None = None,
     ) -> str:
         """Write ``projects/<project>/agent.toml`` and return its path.
 
         With ``raw`` the exact text/bytes are written; otherwise a TOML document with
-        ``memory`` (omitted when ``None``) and ``paths`` (a list or a label → path table;
-        omitted when ``None``).
+        ``memory``, ``paths`` (a list or a label → path table) and ``skills``, each omitted
+        when ``None``.
         """
         path = self.config_path(project)
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -98,6 +99,8 @@ class WS:
                 doc["memory"] = list(memory)
             if paths is not None:
                 doc["paths"] = dict(paths) if isinstance(paths, Mapping) else list(paths)
+            if skills is not None:
+                doc["skills"] = list(skills)
             raw = tomli_w.dumps(doc)
         data = raw.encode("utf-8") if isinstance(raw, str) else raw
         Path(path).write_bytes(data)
@@ -115,6 +118,31 @@ class WS:
         path = self.notes_path(project, legacy)
         os.makedirs(path, exist_ok=True)
         Path(path, "note.md").write_text("a note\n", encoding="utf-8")
+        return path
+
+    # -- skills and instructions (§13) -------------------------------------------------
+
+    def add_skill(self, name: str, content: str | None = None) -> str:
+        """Create the skill ``<ws>/skills/<name>/`` holding ``SKILL.md`` (``# <name>`` unless
+        ``content`` says otherwise)."""
+        path = f"{self.root}/skills/{name}"
+        os.makedirs(path, exist_ok=True)
+        text = f"# {name}\n" if content is None else content
+        Path(path, "SKILL.md").write_text(text, encoding="utf-8")
+        return path
+
+    def add_agent(self, agent: str, text: str) -> str:
+        """Write the registry file ``<ws>/agents/<agent>.toml`` ([G3]) with ``text``."""
+        os.makedirs(f"{self.root}/agents", exist_ok=True)
+        path = f"{self.root}/agents/{agent}.toml"
+        Path(path).write_text(text, encoding="utf-8")
+        return path
+
+    def write_instructions(self, project: str, text: str) -> str:
+        """Write the project's instructions ``projects/<project>/AGENTS.md`` ([G3])."""
+        path = f"{self.root}/projects/{project}/AGENTS.md"
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        Path(path).write_text(text, encoding="utf-8")
         return path
 
     # -- checkouts ----------------------------------------------------------------------

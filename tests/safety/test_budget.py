@@ -7,7 +7,6 @@ is read once per run and agent detection is asked per run, never per checkout.""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
@@ -82,27 +81,23 @@ def _segments_ws(ws: WS, *, checkouts: int, skills: int, targets: bool, refs: in
         ws.add_file(f"r{i}.md", "x")
     names = [f"skill-{i}" for i in range(skills)]
     for name in names:
-        os.makedirs(f"{ws.root}/skills/{name}")
-        Path(f"{ws.root}/skills/{name}/SKILL.md").write_text(name)
+        ws.add_skill(name, content=name)
     os.makedirs(f"{ws.root}/agents", exist_ok=True)
     if targets:
         for agent, text in _REGISTRY.items():
-            Path(f"{ws.root}/agents/{agent}.toml").write_text(text)
-        Path(f"{ws.root}/projects/demo").mkdir(parents=True, exist_ok=True)
-        Path(f"{ws.root}/projects/demo/AGENTS.md").write_text("# rules\n")
+            ws.add_agent(agent, text)
+        ws.write_instructions("demo", "# rules\n")
     os.makedirs(f"{home}/.claude", exist_ok=True)  # claude-code detected: .claude is made
     cos = [ws.checkout(f"co{i}") for i in range(checkouts)]
-    ws.write_config("demo", memory=[f"r{i}.md" for i in range(refs)], paths=cos)
-    if skills:
-        with open(ws.config_path("demo"), "a") as fh:
-            fh.write("skills = [" + ", ".join(f'"{n}"' for n in names) + "]\n")
+    ws.write_config("demo", memory=[f"r{i}.md" for i in range(refs)], paths=cos,
+                    skills=names or None)
 
 
 def _warm_segments(ws: WS, monkeypatch: pytest.MonkeyPatch, **kw: object) -> _Counts:
     import aikito_mem.registry as registry_mod
     import aikito_mem.segments as segments_mod
 
-    _segments_ws(ws, home=os.environ["HOME"], **kw)  # type: ignore[arg-type]
+    _segments_ws(ws, home=ws.home, **kw)  # type: ignore[arg-type]
     first = ws.project("demo").sync()
     assert first.outcome == "applied", first.outcome
     counts = _Counts()
@@ -175,8 +170,8 @@ def test_detection_is_asked_once_per_run_not_per_checkout(
     import aikito_mem.segments as segments_mod
 
     ws = WS(tmp_path_factory.mktemp("detect"))
-    _segments_ws(ws, checkouts=4, skills=0, targets=True, home=os.environ["HOME"])
-    os.rmdir(f"{os.environ['HOME']}/.claude")  # nothing detected: .claude/ is never made
+    _segments_ws(ws, checkouts=4, skills=0, targets=True, home=ws.home)
+    os.rmdir(f"{ws.home}/.claude")  # nothing detected: .claude/ is never made
     asked: list[object] = []
     real = vars(segments_mod)["detected"]
 

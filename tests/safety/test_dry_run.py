@@ -8,10 +8,9 @@ HOME (:mod:`tests.helpers.snapshots`: lstat facts, link literals, content hashes
 
 from __future__ import annotations
 
-import importlib
+import fcntl
 import json
 import os
-import pkgutil
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,55 +19,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-import aikito_mem
 from aikito_mem import Project
 from aikito_mem.cli import cli
 from aikito_mem.model import Action, CheckoutState
+from tests.helpers.audit import RECORDER, Recorder
 from tests.helpers.snapshots import snapshot
 from tests.helpers.workspace import WS
-
-# Import every room now: a lazy import inside the CLI must not write a .pyc while the
-# hook is armed (that would be the interpreter writing, not the engine).
-for _mod in pkgutil.iter_modules(aikito_mem.__path__):
-    if _mod.name == "__main__":
-        continue
-    importlib.import_module(f"aikito_mem.{_mod.name}")
-import fcntl  # noqa: E402  (observe.generation imports it lazily)
-
-# --------------------------------------------------------------------------- audit hook
-
-_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-_WRITE_EVENTS = frozenset({
-    "os.mkdir", "os.symlink", "os.remove", "os.rename", "os.rmdir", "os.chmod",
-    "os.link", "os.truncate", "os.chown", "os.utime", "os.chflags", "os.lchmod",
-    "os.lchown", "os.mkfifo", "os.mknod", "os.setxattr", "os.removexattr",
-    "fcntl.flock", "fcntl.lockf",
-})
-
-
-class _Recorder:
-    def __init__(self) -> None:
-        self.armed = False
-        self.events: list[tuple[str, tuple[Any, ...]]] = []
-        #: Every event seen while armed (to prove the hook was live).
-        self.seen: set[str] = set()
-
-    def __call__(self, event: str, args: tuple[Any, ...]) -> None:
-        if not self.armed:
-            return
-        self.seen.add(event)
-        if event == "open":
-            _path, mode, flags = (*tuple(args), None, None, None)[:3]
-            writes = isinstance(mode, str) and any(c in mode for c in "wax+")
-            writes = writes or (isinstance(flags, int) and bool(flags & _WRITE_FLAGS))
-            if writes:
-                self.events.append((event, tuple(args)))
-        elif event in _WRITE_EVENTS or event.startswith("shutil."):
-            self.events.append((event, tuple(args)))
-
-
-RECORDER = _Recorder()
-sys.addaudithook(RECORDER)  # installed once: audit hooks cannot be removed
 
 
 @pytest.fixture
@@ -77,7 +33,7 @@ def no_writes() -> Iterator[Callable[[], Any]]:
     from contextlib import contextmanager
 
     @contextmanager
-    def armed() -> Iterator[_Recorder]:
+    def armed() -> Iterator[Recorder]:
         RECORDER.events.clear()
         RECORDER.seen.clear()
         RECORDER.armed = True

@@ -15,8 +15,8 @@ from aikito_mem import Project
 from aikito_mem import execute as execute_mod
 from aikito_mem.errors import ProjectPrepareConflictError
 from aikito_mem.model import Action, Operation, SegmentName
-from tests.snapshots import changed, snapshot
-from tests.test_segments_cli import SKILLS, SegWorld
+from tests.helpers.segments import SKILLS, SegWorld
+from tests.helpers.snapshots import changed, snapshot
 
 
 @pytest.fixture

@@ -35,9 +35,9 @@ from aikito_mem.cli import cli
 from aikito_mem.errors import StalePlanError, UnsafePlanError
 from aikito_mem.model import Action, Operation, Plan, SegmentName
 from aikito_mem.observe import lstat_link
-from tests.conftest import fs_examples
-from tests.snapshots import changed, snapshot
-from tests.test_segments_cli import SegWorld
+from tests.helpers.segments import SegWorld
+from tests.helpers.snapshots import changed, snapshot
+from tests.helpers.strategies import fs_examples
 
 # --------------------------------------------------------------------------- stale matrix
 
@@ -356,7 +356,7 @@ def test_instruction_parent_swapped_for_a_symlink_is_stale(tmp_path: Path) -> No
 
 @pytest.fixture
 def recorder() -> Iterator[Any]:
-    from tests.test_dry_run import RECORDER
+    from tests.helpers.audit import RECORDER
 
     RECORDER.events.clear()
     RECORDER.seen.clear()

@@ -498,24 +498,23 @@ class SegmentsMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.d = os.path.realpath(tempfile.mkdtemp(prefix="aikito-segments-"))
-        d = self.d
-        self.ws, self.co, self.outside = f"{d}/ws", f"{d}/co", f"{d}/outside"
-        for p in (f"{self.ws}/memory", f"{self.ws}/projects/demo", f"{self.ws}/agents",
-                  f"{self.ws}/skills", self.co, f"{self.outside}/dir"):
+        #: The workspace ``D/ws`` with its checkouts directory ``D/co`` as the checkout.
+        self.builder = WS(tempfile.mkdtemp(prefix="aikito-segments-"))
+        self.d = d = str(self.builder.base)
+        self.ws, self.co, self.outside = self.builder.root, self.builder.checkouts_dir, \
+            f"{d}/outside"
+        for p in (f"{self.ws}/projects/demo", f"{self.ws}/agents", f"{self.ws}/skills",
+                  f"{self.outside}/dir"):
             os.makedirs(p)
         with open(f"{self.outside}/secret.md", "w") as fh:
             fh.write("outside\n")
-        with open(f"{self.ws}/memory/a.md", "w") as fh:
-            fh.write("a\n")
+        self.builder.add_file("a.md", "a\n")
         for name in SKILL_SPOTS:
             self._make_skill(name)
-        self.instructions = f"{self.ws}/projects/demo/AGENTS.md"
-        with open(self.instructions, "w") as fh:
-            fh.write("# rules\n")
+        self.instructions = self.builder.write_instructions("demo", "# rules\n")
         for agent in AGENTS:
             self._write_agent(agent)
-        self.home = os.environ["HOME"]  # the suite's throw-away home ([G4] detection)
+        self.home = self.builder.home  # the suite's throw-away home ([G4] detection)
         shutil.rmtree(f"{self.home}/.claude", ignore_errors=True)
         os.mkdir(f"{self.home}/.claude")
         self.skills: list[str] = ["alpha"]
@@ -532,20 +531,15 @@ class SegmentsMachine(RuleBasedStateMachine):
     # -- helpers ---------------------------------------------------------------------------
 
     def _make_skill(self, name: str) -> None:
-        os.makedirs(f"{self.ws}/skills/{name}", exist_ok=True)
-        with open(f"{self.ws}/skills/{name}/SKILL.md", "w") as fh:
-            fh.write(f"# {name}\n")
+        self.builder.add_skill(name)
 
     def _write_agent(self, agent: str) -> None:
-        with open(f"{self.ws}/agents/{agent}.toml", "w") as fh:
-            fh.write(f'[agents.{agent}]\ndisplay_name = "{agent}"\n'
-                     f'project_instruction_path = "{AGENTS[agent]}"\n'
-                     f'[agents.{agent}.detect]\npaths = [".{agent.split("-")[0]}"]\n')
+        self.builder.add_agent(agent, f'[agents.{agent}]\ndisplay_name = "{agent}"\n'
+                               f'project_instruction_path = "{AGENTS[agent]}"\n'
+                               f'[agents.{agent}.detect]\npaths = [".{agent.split("-")[0]}"]\n')
 
     def _write_config(self) -> None:
-        doc = {"paths": [self.co], "skills": list(self.skills), "memory": ["a.md"]}
-        with open(f"{self.ws}/projects/demo/agent.toml", "w") as fh:
-            fh.write(tomli_w.dumps(doc))
+        self.builder.write_config("demo", memory=["a.md"], paths=[self.co], skills=self.skills)
 
     def _project(self) -> Project:
         return Project.load("demo", workspace=self.ws)
