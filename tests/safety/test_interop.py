@@ -16,13 +16,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from bench.runner.peers import reference_tool
+from tests.helpers.cli import aikito_argv
+from tests.helpers.home import child_env
+from tests.helpers.workspace import WS
 
 PROJECT = "demo"
 SKILLS = ("review", "lint")
@@ -54,35 +56,31 @@ def ref_exe() -> Iterator[str]:
 
 class Setup:
     def __init__(self, base: Path, memory: tuple[str, ...]) -> None:
-        base = Path(os.path.realpath(base))
-        self.ws = base / "ws"
-        self.home = base / "home"
-        self.co = base / "co"
-        for d in ("agents", "subagents", "memory/team", f"projects/{PROJECT}"):
+        builder = WS(base)
+        self.ws = Path(builder.root)
+        self.home = builder.base / "home"
+        self.co = Path(builder.checkouts_dir)
+        for d in ("agents", "subagents", f"projects/{PROJECT}"):
             (self.ws / d).mkdir(parents=True)
         (self.home / ".claude").mkdir(parents=True)
-        self.co.mkdir()
         (self.co / "README.md").write_text("the user's own file\n")
         (self.ws / "layout.toml").write_text("version = 2\n")
         for name, text in REGISTRY.items():
-            (self.ws / "agents" / name).write_text(text)
+            builder.add_agent(name.removesuffix(".toml"), text)
         for skill in SKILLS:
-            (self.ws / "skills" / skill).mkdir(parents=True)
-            (self.ws / "skills" / skill / "SKILL.md").write_text(f"# {skill}\n")
-        (self.ws / "projects" / PROJECT / "AGENTS.md").write_text("# project rules\n")
-        (self.ws / "memory" / "a.md").write_text("a\n")
-        (self.ws / "memory" / "team" / "b.md").write_text("b\n")
+            builder.add_skill(skill)
+        builder.write_instructions(PROJECT, "# project rules\n")
+        builder.add_file("a.md", "a\n")
+        builder.add_file("team/b.md", "b\n")
         skills = ", ".join(f'"{s}"' for s in SKILLS)
         mem = ", ".join(f'"{m}"' for m in memory)
-        (self.ws / "projects" / PROJECT / "agent.toml").write_text(
-            f'paths = ["{self.co}"]\nskills = [{skills}]\nmemory = [{mem}]\n')
+        builder.write_config(
+            PROJECT, raw=f'paths = ["{self.co}"]\nskills = [{skills}]\nmemory = [{mem}]\n')
         self.memory = memory
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AIKITO")}
-        env.update(HOME=str(self.home), AIKITO_DIR=str(self.ws),
-                   XDG_CONFIG_HOME=str(self.home / ".config"))
-        return env
+        return child_env(self.home, AIKITO_DIR=str(self.ws),
+                         XDG_CONFIG_HOME=str(self.home / ".config"))
 
     def expected(self) -> dict[str, str]:
         """Target (relative to the checkout) → the absolute canonical literal."""
@@ -104,8 +102,8 @@ class Setup:
         return out
 
     def ours(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "aikito_mem", "sync", "project", PROJECT,
-                               *args], capture_output=True, text=True, env=self.env(),
+        return subprocess.run(aikito_argv("sync", "project", PROJECT, *args),
+                              capture_output=True, text=True, env=self.env(),
                               cwd=self.home, timeout=120, check=False)
 
     def reference(self, exe: str) -> subprocess.CompletedProcess[str]:
