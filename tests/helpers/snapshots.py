@@ -1,13 +1,14 @@
 """Before/after snapshots of real trees: the one helper every "nothing else changed" test
 uses — lstat (mode, inode, size, ``mtime_ns``, ``ctime_ns``) plus the link literal or the
-sha256 of the content of every entry, never following links."""
+sha256 of the content of every entry, never following links — and :func:`recreate`, a path
+deleted and re-created until its inode number comes back."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import stat
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 Entry = tuple[int, int, int, int, int, str]
@@ -46,3 +47,16 @@ def snapshot(*roots: str | Path, skip: Collection[str | Path] = ()) -> dict[str,
 def changed(before: dict[str, Entry], after: dict[str, Entry]) -> set[str]:
     """Paths added, removed or altered between two snapshots."""
     return {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
+
+
+def recreate(path: str | Path, make: Callable[[], None], remove: Callable[[], None]) -> bool:
+    """Delete and re-create ``path`` until its inode number is reused (at most 200 tries);
+    return whether it was — a source deleted and re-created must be caught either way
+    ([P5]: the inode generation number, not the inode number)."""
+    ino = os.lstat(path).st_ino
+    for _ in range(200):
+        remove()
+        make()
+        if os.lstat(path).st_ino == ino:
+            return True
+    return False

@@ -36,7 +36,7 @@ from aikito_mem.errors import StalePlanError, UnsafePlanError
 from aikito_mem.model import Action, Operation, Plan, SegmentName
 from aikito_mem.observe import lstat_link
 from tests.helpers.segments import SegWorld
-from tests.helpers.snapshots import changed, snapshot
+from tests.helpers.snapshots import changed, recreate, snapshot
 from tests.helpers.strategies import fs_examples
 
 # --------------------------------------------------------------------------- stale matrix
@@ -62,20 +62,9 @@ def build(tmp_path: Path, *, empty: bool = False) -> SegWorld:
     return world
 
 
-def _recreate(path: Path, make: Callable[[], None], remove: Callable[[], None]) -> bool:
-    """Delete and re-create ``path`` until its inode number is reused (≤ 200 tries)."""
-    ino = os.lstat(path).st_ino
-    for _ in range(200):
-        remove()
-        make()
-        if os.lstat(path).st_ino == ino:
-            return True
-    return False
-
-
 def skill_source_recreated(w: SegWorld) -> None:
     path = w.ws / "skills" / "gamma"
-    _recreate(path, path.mkdir, path.rmdir)
+    recreate(path, path.mkdir, path.rmdir)
 
 
 def skill_source_deleted(w: SegWorld) -> None:
@@ -95,7 +84,7 @@ def agents_md_replaced(w: SegWorld) -> None:
 
 def agents_md_recreated(w: SegWorld) -> None:
     path = w.agents_md
-    _recreate(path, lambda: path.write_text("# Rules\nbe careful\n"), path.unlink)
+    recreate(path, lambda: path.write_text("# Rules\nbe careful\n"), path.unlink)
 
 
 def agents_md_emptied(w: SegWorld) -> None:
@@ -272,7 +261,7 @@ def test_recreated_skill_source_is_caught_when_the_inode_number_is_reused(
     w = build(tmp_path)
     plan = Project.load("demo", workspace=str(w.ws)).plan()
     path = w.ws / "skills" / "gamma"
-    reused = _recreate(path, path.mkdir, path.rmdir)
+    reused = recreate(path, path.mkdir, path.rmdir)
     with pytest.raises(StalePlanError) as info:
         Project.load("demo", workspace=str(w.ws)).execute(plan)
     assert any("skills/gamma" in d and "recreated" in d for d in info.value.differences), \

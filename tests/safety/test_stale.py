@@ -21,7 +21,7 @@ from aikito_mem.cli import cli
 from aikito_mem.errors import StalePlanError
 from aikito_mem.model import Action
 from aikito_mem.observe import generation
-from tests.helpers.snapshots import snapshot
+from tests.helpers.snapshots import recreate, snapshot
 from tests.helpers.workspace import WS
 
 FIRST = ["glossary", "team/a.md"]
@@ -46,30 +46,18 @@ def build(ws: WS) -> str:
     return co
 
 
-def _recreate(path: str, make: Callable[[], None], remove: Callable[[], None]) -> bool:
-    """Delete and re-create ``path`` until its inode number is reused (≤ 200 tries);
-    return whether it was (the generation number must catch it either way)."""
-    ino = os.lstat(path).st_ino
-    for _ in range(200):
-        remove()
-        make()
-        if os.lstat(path).st_ino == ino:
-            return True
-    return False
-
-
 REUSED: dict[str, bool] = {}
 
 
 def recreate_file(ws: WS, co: str) -> None:
     path = ws.memory_path("top.md")
-    REUSED["file"] = _recreate(path, lambda: Path(path).write_text("top\n"),
+    REUSED["file"] = recreate(path, lambda: Path(path).write_text("top\n"),
                                lambda: os.unlink(path))
 
 
 def recreate_dir(ws: WS, co: str) -> None:
     path = ws.memory_path("adr")
-    REUSED["dir"] = _recreate(path, lambda: os.mkdir(path), lambda: os.rmdir(path))
+    REUSED["dir"] = recreate(path, lambda: os.mkdir(path), lambda: os.rmdir(path))
 
 
 def edit_memory_list(ws: WS, co: str) -> None:
