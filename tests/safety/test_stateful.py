@@ -100,7 +100,56 @@ def _real_dirs_upto(base: str, rel: str) -> bool:
     return True
 
 
-class SafetyMachine(RuleBasedStateMachine):
+class _UserTree(RuleBasedStateMachine):
+    """What both machines share: a temporary tree ``D`` (``self.d``), the checkout
+    ``self.co``, ``outside``, and the model of what the *user* made there (``foreign``:
+    path → signature)."""
+
+    d: str
+    co: str
+    outside: str
+    foreign: dict[str, tuple[object, ...]]
+
+    def teardown(self) -> None:
+        shutil.rmtree(self.d, ignore_errors=True)
+
+    def _project(self) -> Project:
+        return Project.load("demo", workspace=self.ws)
+
+    def _foreign_put(self, path: str) -> None:
+        sig = _sig(path)
+        assert sig is not None
+        self.foreign[path] = sig
+
+    def _mkdirs_user(self, path: str) -> None:
+        """``mkdir -p`` of the parents of ``path`` by the user (foreign directories)."""
+        missing = []
+        parent = os.path.dirname(path)
+        while not os.path.lexists(parent):
+            missing.append(parent)
+            parent = os.path.dirname(parent)
+        for p in reversed(missing):
+            os.mkdir(p)
+            self._foreign_put(p)
+
+    def _replace_parent(self, rel: str, kind: str) -> None:
+        """The user puts a file, a link to a directory outside or a dangling link where
+        the runtime directory ``rel`` of the checkout would be."""
+        path = f"{self.co}/{rel}"
+        if os.path.lexists(path) or not _real_dirs_upto(self.co, rel):
+            return
+        self._mkdirs_user(path)
+        if kind == "file":
+            with open(path, "w") as fh:
+                fh.write("not a directory\n")
+        elif kind == "outside_dir_link":
+            os.symlink(f"{self.outside}/dir", path)
+        else:
+            os.symlink(f"{self.outside}/gone", path)
+        self._foreign_put(path)
+
+
+class SafetyMachine(_UserTree):
     def __init__(self) -> None:
         super().__init__()
         #: The workspace ``D/ws`` with its checkouts directory ``D/co`` as the checkout.
@@ -125,9 +174,6 @@ class SafetyMachine(RuleBasedStateMachine):
         self.counter = 0
         self._write_config()
 
-    def teardown(self) -> None:
-        shutil.rmtree(self.d, ignore_errors=True)
-
     # -- helpers ---------------------------------------------------------------------------
 
     def _make_source(self, ref: str) -> None:
@@ -140,31 +186,12 @@ class SafetyMachine(RuleBasedStateMachine):
         self.builder.write_config("demo", memory=self.refs,
                                   paths=[self.co, f"{self.d}/offline-checkout"])
 
-    def _project(self) -> Project:
-        return Project.load("demo", workspace=self.ws)
-
     def _outside_agents(self) -> dict[str, tuple[object, ...]]:
         return snapshot(self.d, skip=(f"{self.co}/.agents", self.plans, self.co))
 
     def _co_rest(self) -> dict[str, tuple[object, ...]]:
         return {p: s for p, s in snapshot(self.co, skip=(f"{self.co}/.agents",)).items()
                 if p != self.co}
-
-    def _foreign_put(self, path: str) -> None:
-        sig = _sig(path)
-        assert sig is not None
-        self.foreign[path] = sig
-
-    def _mkdirs_user(self, path: str) -> None:
-        """``mkdir -p`` of the parents of ``path`` by the user (foreign directories)."""
-        missing = []
-        parent = os.path.dirname(path)
-        while not os.path.lexists(parent):
-            missing.append(parent)
-            parent = os.path.dirname(parent)
-        for p in reversed(missing):
-            os.mkdir(p)
-            self._foreign_put(p)
 
     def _forget_below(self, path: str) -> None:
         for p in [p for p in self.foreign if p == path or p.startswith(path + "/")]:
@@ -341,18 +368,7 @@ class SafetyMachine(RuleBasedStateMachine):
 
     @rule(rel=st.sampled_from(PARENTS), kind=st.sampled_from(PARENT_KINDS))
     def user_replaces_parent(self, rel: str, kind: str) -> None:
-        path = f"{self.co}/{rel}"
-        if os.path.lexists(path) or not _real_dirs_upto(self.co, rel):
-            return
-        self._mkdirs_user(path)
-        if kind == "file":
-            with open(path, "w") as fh:
-                fh.write("not a directory\n")
-        elif kind == "outside_dir_link":
-            os.symlink(f"{self.outside}/dir", path)
-        else:
-            os.symlink(f"{self.outside}/gone", path)
-        self._foreign_put(path)
+        self._replace_parent(rel, kind)
 
     @rule(i=st.integers(0, 1000))
     def user_cleans_up(self, i: int) -> None:
@@ -487,7 +503,7 @@ SKILL_KINDS = ["file", "dir", "dir_with_file", "foreign_link", "dangling", "othe
 INSTRUCTION_KINDS = ["file", "dir", "foreign_link", "dangling"]
 
 
-class SegmentsMachine(RuleBasedStateMachine):
+class SegmentsMachine(_UserTree):
     """Users, configuration and registry edits and aikito runs over the skills and
     instructions segments (with a small memory list beside them): ``D/ws``, the checkout
     ``D/co`` and ``outside``.  Detection of ``claude-code`` is ``$HOME/.claude``, toggled by
@@ -525,9 +541,6 @@ class SegmentsMachine(RuleBasedStateMachine):
         self._foreign_put(f"{self.co}/README.md")
         self._write_config()
 
-    def teardown(self) -> None:
-        shutil.rmtree(self.d, ignore_errors=True)
-
     # -- helpers ---------------------------------------------------------------------------
 
     def _make_skill(self, name: str) -> None:
@@ -540,24 +553,6 @@ class SegmentsMachine(RuleBasedStateMachine):
 
     def _write_config(self) -> None:
         self.builder.write_config("demo", memory=["a.md"], paths=[self.co], skills=self.skills)
-
-    def _project(self) -> Project:
-        return Project.load("demo", workspace=self.ws)
-
-    def _foreign_put(self, path: str) -> None:
-        sig = _sig(path)
-        assert sig is not None
-        self.foreign[path] = sig
-
-    def _mkdirs_user(self, path: str) -> None:
-        missing = []
-        parent = os.path.dirname(path)
-        while not os.path.lexists(parent):
-            missing.append(parent)
-            parent = os.path.dirname(parent)
-        for p in reversed(missing):
-            os.mkdir(p)
-            self._foreign_put(p)
 
     def _outside_co(self) -> dict[str, tuple[object, ...]]:
         return snapshot(self.d, skip=(self.co,))
@@ -714,18 +709,7 @@ class SegmentsMachine(RuleBasedStateMachine):
     @rule(rel=st.sampled_from(SEGMENT_PARENTS),
           kind=st.sampled_from(["file", "outside_dir_link", "dangling"]))
     def user_replaces_parent(self, rel: str, kind: str) -> None:
-        path = f"{self.co}/{rel}"
-        if os.path.lexists(path) or not _real_dirs_upto(self.co, rel):
-            return
-        self._mkdirs_user(path)
-        if kind == "file":
-            with open(path, "w") as fh:
-                fh.write("not a directory\n")
-        elif kind == "outside_dir_link":
-            os.symlink(f"{self.outside}/dir", path)
-        else:
-            os.symlink(f"{self.outside}/gone", path)
-        self._foreign_put(path)
+        self._replace_parent(rel, kind)
 
     @rule(i=st.integers(0, 1000))
     def user_cleans_up(self, i: int) -> None:
