@@ -122,26 +122,9 @@ def skills_view(checkout: str, agents: Observed, observer: Observer) -> SkillsVi
     if root.kind is not Kind.DIR:
         return SkillsView(root)
     root = observer.identity(path, root)
-    entries: list[tuple[str, Observed]] = []
-    observer.calls += 1
-    with os.scandir(path) as it:
-        for entry in it:
-            if entry.is_symlink():
-                observer.calls += 1
-                try:
-                    literal = os.readlink(entry.path)
-                except OSError:
-                    continue
-                entries.append((entry.name, Observed(Kind.LINK, literal, root.dev,
-                                                     entry.inode())))
-            elif entry.is_dir(follow_symlinks=False):
-                entries.append((entry.name, Observed(Kind.DIR, None, root.dev, entry.inode())))
-            elif entry.is_file(follow_symlinks=False):
-                entries.append((entry.name, Observed(Kind.FILE, None, root.dev, entry.inode())))
-            else:
-                entries.append((entry.name, observer.lstat(entry.path)))
-    entries.sort()
-    return SkillsView(root, tuple(entries))
+    # One level, through the observing room's walk: the same identities verification
+    # re-checks, never into a mount point ([E2], [E5]).
+    return SkillsView(root, observer.scan(path, root, recursive=False))
 
 
 def _observe_link(path: str, observer: Observer) -> Observed:

@@ -263,3 +263,24 @@ def test_deep_stale_link_is_unlinked_and_its_directories_pruned(ws: WS) -> None:
     assert os.listdir(f"{co}/.agents/memory") == ["top.md"]
     code, doc = sync(ws)
     assert (code, doc["outcome"]) == (0, "unchanged")
+
+
+def test_mount_point_in_agents_skills_converges(ws) -> None:
+    """[E5] in the skills segment: a filesystem mounted at `.agents/skills/<name>` (not a
+    selected skill) is preserved and never makes a sync stale."""
+    from tests.helpers.mounts import need_root, tmpfs
+
+    need_root()
+    ws.add_skill("alpha")
+    co = ws.checkout("co")
+    ws.write_config("demo", paths=[co], skills=["alpha"])
+    ws.project("demo").sync()
+    mnt = os.path.join(co, ".agents", "skills", "scratch")
+    os.mkdir(mnt)
+    with tmpfs(mnt):
+        for _ in range(2):
+            result = ws.project("demo").sync()
+            assert result.outcome == "unchanged"
+        assert os.path.ismount(mnt)
+        assert os.readlink(os.path.join(co, ".agents", "skills", "alpha")) == \
+            os.path.join(ws.root, "skills", "alpha")
