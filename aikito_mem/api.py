@@ -11,16 +11,21 @@ from collections.abc import Mapping
 
 import attrs
 
-from aikito_mem import checkouts as _checkouts
-from aikito_mem import guard as _guard
 from aikito_mem import signals
-from aikito_mem.config import parse_project_config
-from aikito_mem.config_edit import plan_registration
-from aikito_mem.discovery import Workspace, current_directory, home_directory, resolve_workspace
+from aikito_mem.config.agent_toml import parse_project_config
+from aikito_mem.config.discovery import (
+    Workspace,
+    current_directory,
+    home_directory,
+    resolve_workspace,
+)
+from aikito_mem.config.edit import plan_registration
+from aikito_mem.config.projects import find_checkouts, load_project_config, read_config_bytes
 from aikito_mem.errors import ConfigError, ConflictError, ProjectPrepareConflictError
-from aikito_mem.execute import execute, planned_result
+from aikito_mem.executor import guard as _guard
+from aikito_mem.executor.execute import execute, planned_result
+from aikito_mem.executor.lock import DEFAULT_TIMEOUT, Locks, check_timeout
 from aikito_mem.fsutil import sha256_hex
-from aikito_mem.lock import DEFAULT_TIMEOUT, Locks, check_timeout
 from aikito_mem.model import (
     CheckoutState,
     Plan,
@@ -28,10 +33,10 @@ from aikito_mem.model import (
     SourceCheck,
     SyncResult,
 )
-from aikito_mem.observe import Observer, with_identity
-from aikito_mem.planner import build_plan
-from aikito_mem.projects import find_checkouts, load_project_config, read_config_bytes
-from aikito_mem.resources import resolve
+from aikito_mem.planner.memory import build_plan
+from aikito_mem.world import checkouts as _checkouts
+from aikito_mem.world.observe import Observer, with_identity
+from aikito_mem.world.resources import resolve
 
 
 @attrs.frozen
@@ -110,7 +115,7 @@ class Project:
         environ: Mapping[str, str] | None = None,
     ) -> Project:
         """Load project ``name`` of ``workspace`` (``None``: discovery, SPEC §2; a
-        :class:`~aikito_mem.discovery.Workspace` already resolved is used as it is)."""
+        :class:`~aikito_mem.config.discovery.Workspace` already resolved is used as it is)."""
         ws = _workspace(workspace, environ)
         project = cls(config=load_project_config(ws.root, name, environ=environ), workspace=ws)
         project._environ = environ  # re-read agent.toml under the lock alike (sync)
@@ -174,7 +179,7 @@ class Project:
         """One plan of every segment (§13): memory from the memory planner, then skills
         and instructions added per checkout ([G6]); ``agent`` limits the instruction
         targets to that agent's ([A3])."""
-        from aikito_mem import segments
+        from aikito_mem.world import segments
 
         _guard.remember(self.config, self._home())  # the writer's check re-uses it ([E9])
         # Planning writes nothing: a signal ends it at once ([E5]).
@@ -354,7 +359,7 @@ class Project:
             )
         registry = f"{self.workspace}/agents"
         from aikito_mem.model import Kind
-        from aikito_mem.observe import lstat
+        from aikito_mem.world.observe import lstat
 
         if lstat(registry).kind is not Kind.DIR:
             return

@@ -193,7 +193,8 @@ class AdoptRefused(AikitoError):
     ) -> None:
         super().__init__(message, code=f"adopt.{code}", path=path)
         #: How the entry at TARGET differs from the one already in the workspace
-        #: (:class:`aikito_mem.treecompare.Difference` values), when that is the refusal.
+        #: (:class:`aikito_mem.commands.adopt.treecompare.Difference` values), when that is
+        #: the refusal.
         self.differences = differences
         #: A unified diff of the differing small text files, when there are some.
         self.diff = diff

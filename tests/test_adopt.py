@@ -16,10 +16,12 @@ from typing import Any
 import pytest
 from click.testing import Result
 
-from aikito_mem import adopt_plan, fsutil, treemove
-from aikito_mem.adopt import adopt
+from aikito_mem import fsutil
 from aikito_mem.api import Project
-from aikito_mem.config_edit import add_memory_reference
+from aikito_mem.commands.adopt import plan as adopt_plan
+from aikito_mem.commands.adopt import treemove
+from aikito_mem.commands.adopt.run import adopt
+from aikito_mem.config.edit import add_memory_reference
 from aikito_mem.errors import ConfigError
 from aikito_mem.model import Action
 from aikito_mem.render.adopt import json_document
@@ -359,7 +361,7 @@ def test_a_link_failure_restores_the_list_and_moves_the_content_back(
 
 def test_a_link_failure_that_cannot_move_back_says_where_the_content_is(
         ws: WS, monkeypatch: pytest.MonkeyPatch) -> None:
-    from aikito_mem import execute
+    from aikito_mem.executor import execute
 
     root, co = make(ws)
     target = rt(co) / "g.md"
@@ -758,18 +760,18 @@ def test_a_signal_noticed_after_the_adoption_keeps_what_was_done(
         ws: WS, monkeypatch: pytest.MonkeyPatch) -> None:
     import signal
 
-    import aikito_mem.adopt
+    import aikito_mem.commands.adopt.run
 
     root, co = make(ws)
     (rt(co) / "g.md").write_text("g\n")
-    real = aikito_mem.adopt.adopt
+    real = aikito_mem.commands.adopt.run.adopt
 
     def then_signalled(*a: Any, **kw: Any) -> Any:
         report = real(*a, **kw)
         os.kill(os.getpid(), signal.SIGINT)
         return report
 
-    monkeypatch.setattr(aikito_mem.adopt, "adopt", then_signalled)
+    monkeypatch.setattr(aikito_mem.commands.adopt.run, "adopt", then_signalled)
     res = cli_adopt(root, str(rt(co) / "g.md"), "--json")
     d = json.loads(res.stdout)
     assert res.exit_code == 130 and d["outcome"] == "interrupted", d

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import aikito_mem.api as api_mod
-import aikito_mem.execute as execute_mod
+import aikito_mem.executor.execute as execute_mod
 from aikito_mem import Project, ProjectPrepareConflictError
 from aikito_mem.api import PreparedProject
 from aikito_mem.errors import ConfigError, ConflictError

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from aikito_mem.checkouts import given_path, slots
 from aikito_mem.errors import ConfigError
 from aikito_mem.model import CheckoutState
-from aikito_mem.observe import Observer
+from aikito_mem.world.checkouts import given_path, slots
+from aikito_mem.world.observe import Observer
 from tests.helpers import mounts
 from tests.helpers.cli import Env, one_json
 from tests.helpers.snapshots import changed, snapshot

@@ -25,7 +25,7 @@ def test_flock_failure_is_exit_5_without_traceback(
     def broken_flock(fd: int, op: int) -> None:
         raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
 
-    monkeypatch.setattr("aikito_mem.lock.fcntl.flock", broken_flock)
+    monkeypatch.setattr("aikito_mem.executor.lock.fcntl.flock", broken_flock)
     res = CliRunner().invoke(cli, ["--workspace", ws.root, "sync", "project", "demo", "--json"])
     assert res.exit_code == 5, res.output
     doc = json.loads(res.output)
@@ -48,7 +48,7 @@ def test_signal_during_the_last_operation_still_reports_interrupted(
     even when that operation was the last one (every status ``applied``)."""
     import signal
 
-    import aikito_mem.execute as execute_mod
+    import aikito_mem.executor.execute as execute_mod
     from aikito_mem.errors import InterruptedError_
     from aikito_mem.model import Status
 
@@ -216,10 +216,10 @@ def test_a_signal_during_doctor_is_not_a_project_error(
         ws: WS, monkeypatch: pytest.MonkeyPatch) -> None:
     import signal
 
-    import aikito_mem.projects
+    import aikito_mem.config.projects
 
     _demo(ws)
-    _kill_before(monkeypatch, aikito_mem.projects, "load_project_config", signal.SIGTERM)
+    _kill_before(monkeypatch, aikito_mem.config.projects, "load_project_config", signal.SIGTERM)
     code, doc, _ = _invoke(ws, "doctor", "--json")
     assert code == 143
     assert doc["error"]["code"] == "sync.interrupted"  # type: ignore[index]
@@ -281,7 +281,7 @@ def test_a_signal_then_an_error_ends_with_the_signal(
         os.kill(os.getpid(), signal.SIGTERM)
         raise LockBusyError("busy", path=co, timeout=timeout)
 
-    monkeypatch.setattr("aikito_mem.execute.Locks.acquire", busy)
+    monkeypatch.setattr("aikito_mem.executor.execute.Locks.acquire", busy)
     code, doc, _ = _invoke(ws, "sync", "project", "demo", "--json")
     assert (code, doc["outcome"]) == (143, "interrupted")
     assert not os.path.lexists(f"{co}/.agents")
@@ -323,7 +323,7 @@ def test_an_environment_failure_is_exit_5_with_the_commands_document(
     def unreadable(root: str) -> list[str]:
         raise OSError(errno.EIO, os.strerror(errno.EIO), f"{root}/projects")
 
-    monkeypatch.setattr("aikito_mem.projects.list_projects", unreadable)
+    monkeypatch.setattr("aikito_mem.config.projects.list_projects", unreadable)
     exit_code, doc, _ = _invoke(ws, command, "--json")
     assert exit_code == 5
     assert doc["schema"] == f"aikito.{command}/1"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aikito_mem.config import near_misses, parse_project_config, reference_problem
+from aikito_mem.config.agent_toml import near_misses, parse_project_config, reference_problem
 from aikito_mem.errors import EXIT_CONFIG, ConfigError
 from aikito_mem.model import Candidate, Finding, ProjectConfig
 from tests.helpers.cli import Env, one_json

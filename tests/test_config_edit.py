@@ -15,8 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aikito_mem import config_edit, fsutil, toml_layout
-from aikito_mem.config_edit import (
+from aikito_mem import fsutil
+from aikito_mem.config import edit as config_edit
+from aikito_mem.config import toml_layout
+from aikito_mem.config.edit import (
     add_checkout_path,
     add_memory_reference,
     register_checkout,
@@ -882,7 +884,7 @@ def test_owner_kept_when_the_user_owns_the_file(
 def test_registered_form(path: str, home: str | None, written: str) -> None:
     assert config_edit.registered_form(path, home) == written
     if written.startswith("~"):
-        from aikito_mem.discovery import expand_home
+        from aikito_mem.config.discovery import expand_home
 
         assert expand_home(written, home) in (path, path + "/")
 

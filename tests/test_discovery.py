@@ -8,7 +8,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from aikito_mem.discovery import Workspace, expand_home, resolve_workspace
+from aikito_mem.config.discovery import Workspace, expand_home, resolve_workspace
 from aikito_mem.errors import EXIT_CONFIG, ConfigError
 from tests.helpers.home import child_env
 from tests.helpers.workspace import bare_workspace

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from aikito_mem.cli import cli
-from aikito_mem.doctor import Check, DoctorReport, check_index, run
+from aikito_mem.commands.doctor.checks import Check, DoctorReport, check_index, run
 from tests.helpers.snapshots import snapshot
 
 HAS_GIT = shutil.which("git") is not None
@@ -352,7 +352,7 @@ def test_index_check_is_linear_in_the_index_size(tmp_path: Path) -> None:
 
     index = tmp_path / "MEMORY.md"
     index.write_text("[](<" * 100_000 + "\n[ok](MEMORY.md)\n")
-    code = ("import sys; from aikito_mem.doctor import check_index; "
+    code = ("import sys; from aikito_mem.commands.doctor.checks import check_index; "
             "print(len(check_index(sys.argv[1])))")
     proc = subprocess.run([sys.executable, "-c", code, str(index)], capture_output=True,
                           text=True, timeout=20, cwd=Path(__file__).parent.parent)
@@ -421,7 +421,7 @@ def test_a_git_that_blocks_is_a_finding_for_its_checkout(
     """``doctor`` died with a ``TimeoutExpired`` traceback when a git call blocked (only
     the first question was guarded): each question has a time limit, and a git that does
     not answer is a warning for that checkout; every other check still runs."""
-    import aikito_mem.doctor_git
+    import aikito_mem.commands.doctor.git
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -430,7 +430,7 @@ def test_a_git_that_blocks_is_a_finding_for_its_checkout(
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("BLOCK_ON", question)
-    monkeypatch.setattr(aikito_mem.doctor_git, "GIT_TIMEOUT", 0.2)
+    monkeypatch.setattr(aikito_mem.commands.doctor.git, "GIT_TIMEOUT", 0.2)
     co = tmp_path / "co"
     co.mkdir()
     ws = make_ws(tmp_path, [co])
@@ -467,19 +467,19 @@ def test_checkout_paths_that_cannot_be_examined_are_an_error_of_their_project(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Whatever stops the examination of one project's checkouts (a path the system
     refuses) is that project's ``project.config`` error; doctor goes on."""
-    import aikito_mem.checkouts
+    import aikito_mem.world.checkouts
 
     ws = make_ws(tmp_path)
     (ws / "projects" / "odd").mkdir()
     (ws / "projects" / "odd" / "agent.toml").write_text("paths = []\n")
-    real = aikito_mem.checkouts.slots
+    real = aikito_mem.world.checkouts.slots
 
     def slots(config: Any, *args: Any, **kwargs: Any) -> Any:
         if config.name == "odd":
             raise ValueError("embedded null byte")
         return real(config, *args, **kwargs)
 
-    monkeypatch.setattr(aikito_mem.checkouts, "slots", slots)
+    monkeypatch.setattr(aikito_mem.world.checkouts, "slots", slots)
     report = run(str(ws))
     configs = {c.project: c for c in checks(report, "project.config")}
     assert configs["odd"].status == "error" and "embedded null byte" in configs["odd"].message
@@ -653,7 +653,7 @@ def test_fix_refuses_an_exclude_file_that_is_not_a_regular_file(tmp_path: Path,
                                                                  kind: str) -> None:
     """A FIFO (git itself blocks on one: doctor reports that git did not answer) or a
     directory at ``info/exclude`` is refused at once (non-blocking open), never written."""
-    from aikito_mem.doctor_git import Fix, apply_fix
+    from aikito_mem.commands.doctor.git import Fix, apply_fix
 
     info = tmp_path / "info"
     info.mkdir()
@@ -672,7 +672,7 @@ def test_fix_refuses_an_exclude_file_that_is_not_a_regular_file(tmp_path: Path,
 def test_fix_appends_only_the_lines_still_missing_when_it_writes(tmp_path: Path) -> None:
     """The lines present are read again through the descriptor that appends: a line
     written since the fix was planned (another doctor, the user) is not added twice."""
-    from aikito_mem.doctor_git import COMMENT, Fix, apply_fix
+    from aikito_mem.commands.doctor.git import COMMENT, Fix, apply_fix
 
     (tmp_path / "info").mkdir()
     exclude = tmp_path / "info" / "exclude"
@@ -693,7 +693,7 @@ def test_fix_writes_nothing_after_a_signal(tmp_path: Path) -> None:
     import signal
 
     from aikito_mem import signals
-    from aikito_mem.doctor_git import Fix, apply_fix
+    from aikito_mem.commands.doctor.git import Fix, apply_fix
     from aikito_mem.errors import InterruptedError_
 
     info = tmp_path / "info"

@@ -3,7 +3,7 @@
 Every test scatters foreign files around the checkout (and inside ``.agents`` and
 ``.agents/memory``) and proves afterwards that they are byte- and inode-identical.
 Failures are injected by wrapping ``os.symlink`` / ``os.unlink`` / ``os.mkdir`` as the
-executor sees them (``aikito_mem.execute.os``), never by mocking the filesystem.
+executor sees them (``aikito_mem.executor.execute.os``), never by mocking the filesystem.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-import aikito_mem.execute as execute_mod
+import aikito_mem.executor.execute as execute_mod
 from aikito_mem import Project
 from aikito_mem.cli import cli
 from aikito_mem.errors import ExecutionError, StalePlanError
@@ -678,7 +678,7 @@ def test_signal_while_waiting_for_the_lock_ends_the_run_before_anything_is_writt
     stops at once — never waits out the timeout, never verifies, registers or links."""
     import fcntl
 
-    import aikito_mem.lock as lock_mod
+    import aikito_mem.executor.lock as lock_mod
     from aikito_mem.errors import InterruptedError_
 
     plan, co, config = _registering_plan(ws)
@@ -739,7 +739,7 @@ def test_signal_while_planning_a_sync_stops_at_once(
     ws: WS, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Planning is interruptible: the second checkout is never observed."""
-    import aikito_mem.checkouts as checkouts_mod
+    import aikito_mem.world.checkouts as checkouts_mod
     from aikito_mem.errors import InterruptedError_
 
     ws.add_file("a.md", "a\n")
@@ -768,7 +768,7 @@ def test_every_writing_api_call_installs_the_handlers_for_its_duration(
     ws: WS, monkeypatch: pytest.MonkeyPatch, call: str
 ) -> None:
     """From the lock wait and the planning (sync, prepare) to the last write."""
-    import aikito_mem.checkouts as checkouts_mod
+    import aikito_mem.world.checkouts as checkouts_mod
     from aikito_mem import signals
 
     ws.add_file("a.md", "a\n")
@@ -803,7 +803,7 @@ def test_signal_during_verification_stops_at_once(
     ws: WS, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Verification is interruptible: the second checkout is never looked at."""
-    import aikito_mem.verify as verify_mod
+    import aikito_mem.executor.verify as verify_mod
     from aikito_mem.errors import InterruptedError_
 
     ws.add_file("a.md", "a\n")

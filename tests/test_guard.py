@@ -1,10 +1,10 @@
-"""The writer's own check ([E9], :mod:`aikito_mem.guard`): plans built in memory with
+"""The writer's own check ([E9], :mod:`aikito_mem.executor.guard`): plans built in memory with
 ``attrs.evolve`` — never compared with a fresh plan — are refused by the guard alone.
 
 Each tampered plan below passes verification ([E2]: its recorded observations are the
 live ones), so nothing but the guard stands between it and the write: every case is run
 twice, once as it is (``UnsafePlanError``, exit 4, the whole tree identical) and once
-with :func:`aikito_mem.guard.check` replaced by a no-op, which shows the write the guard
+with :func:`aikito_mem.executor.guard.check` replaced by a no-op, which shows the write the guard
 prevented really happens.  Then: the engine's own plans always pass it (no false
 refusal), for hand-picked flows and for random worlds.
 """
@@ -23,10 +23,10 @@ import attrs
 import pytest
 from hypothesis import given, settings
 
-from aikito_mem import guard
 from aikito_mem.api import Project
 from aikito_mem.errors import ConflictError, ExecutionError, StalePlanError, UnsafePlanError
-from aikito_mem.execute import Locks, verify
+from aikito_mem.executor import guard
+from aikito_mem.executor.execute import Locks, verify
 from aikito_mem.model import (
     ABSENT,
     Action,
@@ -38,7 +38,7 @@ from aikito_mem.model import (
     Plan,
     SegmentName,
 )
-from aikito_mem.observe import lstat_link, with_identity
+from aikito_mem.world.observe import lstat_link, with_identity
 from tests.helpers.snapshots import changed, snapshot
 from tests.helpers.strategies import World as RandomWorld
 from tests.helpers.strategies import fs_examples, worlds
@@ -432,7 +432,7 @@ def test_relative_owned_link_is_unlinked(ws: WS) -> None:
 
 def test_guard_reuses_the_engines_parse(w: World, monkeypatch: pytest.MonkeyPatch) -> None:
     """[P6]: the live agent.toml bytes the engine already parsed are not parsed again."""
-    import aikito_mem.config as config
+    import aikito_mem.config.agent_toml as config
 
     project = w.project()
     plan = project.plan()

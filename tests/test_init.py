@@ -1,5 +1,5 @@
 """``aikito init``: a workspace both tools accept, a project template the engine accepts,
-nothing ever overwritten (the engine functions of :mod:`aikito_mem.init`)."""
+nothing ever overwritten (the engine functions of :mod:`aikito_mem.commands.init.run`)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from aikito_mem import Project
-from aikito_mem.discovery import resolve_workspace
-from aikito_mem.errors import ConfigError
-from aikito_mem.init import (
+from aikito_mem.commands.init.defaults import AGENTS
+from aikito_mem.commands.init.run import (
     LAYOUT_TEXT,
     WORKSPACE_DIRS,
     EntryKind,
@@ -21,7 +20,8 @@ from aikito_mem.init import (
     init_workspace,
     text_lines,
 )
-from aikito_mem.registry_defaults import AGENTS
+from aikito_mem.config.discovery import resolve_workspace
+from aikito_mem.errors import ConfigError
 from tests.helpers.snapshots import snapshot
 
 
@@ -80,7 +80,7 @@ def test_registry_files_hold_only_their_own_agents_table(home: str) -> None:
 
 
 def test_the_engine_reads_the_default_registry(home: str) -> None:
-    from aikito_mem.registry import load_registry
+    from aikito_mem.config.registry import load_registry
 
     registry = load_registry(made_workspace(home))
     assert {t.path: set(t.agents) for t in registry.targets} == {
@@ -512,7 +512,7 @@ def test_project_checkout_with_dotdot_is_resolved_by_the_kernel(
 
 
 def test_project_in_a_workspace_whose_projects_vanished(tmp_path: Path) -> None:
-    from aikito_mem.discovery import Workspace
+    from aikito_mem.config.discovery import Workspace
 
     gone = Workspace(root=str(tmp_path), found_via="option", given=str(tmp_path))
     with pytest.raises(ConfigError) as info:

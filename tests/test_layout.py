@@ -21,8 +21,13 @@ TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
 
 #: Rooms a top-level ``tests/test_<room>[_<aspect>].py`` may mirror: the modules and
-#: packages of ``aikito_mem``, and the benchmark package.
-ROOMS = frozenset(m.name for m in pkgutil.iter_modules(aikito_mem.__path__)) | {"bench"}
+#: packages of ``aikito_mem`` at any depth (by their last name, and by package and module
+#: joined with ``_``: ``planner_skills`` for ``planner/skills.py``), and the benchmark
+#: package.
+_WALKED = [m.name.split(".")[1:] for m in
+           pkgutil.walk_packages(aikito_mem.__path__, "aikito_mem.")]
+ROOMS = frozenset(p[-1] for p in _WALKED) | frozenset(
+    "_".join(p[i:]) for p in _WALKED for i in range(len(p))) | {"bench"}
 #: Top-level test files about the repository rather than a room.
 REPOSITORY = frozenset({
     "packaging",  # pyproject, Makefile targets, the pre-commit hook

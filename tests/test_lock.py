@@ -14,10 +14,10 @@ from contextlib import contextmanager
 
 import pytest
 
-import aikito_mem.lock as lock_mod
+import aikito_mem.executor.lock as lock_mod
 from aikito_mem import signals
 from aikito_mem.errors import ConfigError, InterruptedError_, LockBusyError
-from aikito_mem.lock import Locks, check_timeout
+from aikito_mem.executor.lock import Locks, check_timeout
 from tests.helpers.snapshots import snapshot
 from tests.helpers.workspace import WS
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from aikito_mem.markers import MarkedFile, conflict_groups, scan
+from aikito_mem.commands.doctor.markers import MarkedFile, conflict_groups, scan
 
 GROUP = b"<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> branch\n"
 

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from aikito_mem.model import Kind
-from aikito_mem.observe import Observer, lstat, mount_points
+from aikito_mem.world.observe import Observer, lstat, mount_points
 from tests.helpers.workspace import WS
 
 

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aikito_mem.errors import ConfigError, PlanFileError
+from aikito_mem.executor.planfile import PLAN_SCHEMA, dump_plan, load_plan, read_plan, write_plan
 from aikito_mem.model import (
     ABSENT,
     Action,
@@ -25,7 +26,6 @@ from aikito_mem.model import (
     Plan,
     SourceCheck,
 )
-from aikito_mem.planfile import PLAN_SCHEMA, dump_plan, load_plan, read_plan, write_plan
 
 WS = "/abs/ws"
 CO = "/abs/co"
@@ -200,7 +200,7 @@ def test_round_trip_any_unicode_and_ints(text: str, number: int, gen: int | None
 
 def test_missing_defaulted_key_takes_the_default() -> None:
     """Forward compatibility: an absent key with a default loads as that default."""
-    from aikito_mem.planfile import _checksum
+    from aikito_mem.executor.planfile import _checksum
 
     document = tomllib.loads(dump_plan(make_plan()).decode())
     del document["plan"]["operations"][0]["entry"]
@@ -314,7 +314,7 @@ def test_unexpected_top_level_key_is_refused() -> None:
 
 def _resigned(mutate: object) -> bytes:
     """A file whose payload was changed and whose checksum was recomputed to match."""
-    from aikito_mem.planfile import _checksum
+    from aikito_mem.executor.planfile import _checksum
 
     document = tomllib.loads(dump_plan(make_plan()).decode())
     assert callable(mutate)
@@ -545,7 +545,7 @@ def test_offline_checkout_may_have_a_relative_path() -> None:
 
 
 def test_read_refuses_an_oversize_file_without_reading_it(tmp_path: Path) -> None:
-    from aikito_mem.planfile import MAX_PLAN_BYTES
+    from aikito_mem.executor.planfile import MAX_PLAN_BYTES
 
     target = tmp_path / "plan.toml"
     target.write_bytes(b"")

@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-from aikito_mem import planner
-from aikito_mem.execute import _by_checkout, _write_order
+from aikito_mem.executor.execute import _by_checkout, _write_order
 from aikito_mem.model import (
     ABSENT,
     Action,
@@ -26,7 +25,8 @@ from aikito_mem.model import (
     Observed,
     Plan,
 )
-from aikito_mem.planner import build_plan
+from aikito_mem.planner import memory as planner
+from aikito_mem.planner.memory import build_plan
 from tests.helpers.pure import (
     BASE,
     CO,

@@ -16,7 +16,7 @@ from aikito_mem.model import (
     PlannedTarget,
     SegmentName,
 )
-from aikito_mem.planner_instructions import offline, plan_checkout
+from aikito_mem.planner.instructions import offline, plan_checkout
 
 CO = "/co"
 SRC = "/ws/projects/p/AGENTS.md"

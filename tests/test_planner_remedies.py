@@ -17,7 +17,7 @@ from aikito_mem.model import (
     Resource,
     ResourceSet,
 )
-from aikito_mem.planner import build_plan
+from aikito_mem.planner.memory import build_plan
 
 WS, CO = "/ws", "/co"
 DIR = Observed(Kind.DIR, None, 1, 2)

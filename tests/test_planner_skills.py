@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from aikito_mem.model import ABSENT, Action, Kind, Observed, Resource, SegmentName, SkillsView
-from aikito_mem.planner_skills import offline, plan_checkout, skill_source
+from aikito_mem.planner.skills import offline, plan_checkout, skill_source
 
 WS = "/ws"
 CO = "/co"

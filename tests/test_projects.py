@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from aikito_mem import Project
+from aikito_mem.config.projects import find_checkouts, list_projects, load_project_config
 from aikito_mem.errors import ConfigError, ProjectNotFoundError
-from aikito_mem.projects import find_checkouts, list_projects, load_project_config
 from tests.helpers import mounts
 from tests.helpers.cli import Env, one_json
 from tests.helpers.snapshots import changed, snapshot
@@ -184,14 +184,14 @@ def test_agent_toml_fifo_via_cli_is_exit_4_and_never_hangs(tmp_path: Path) -> No
 
 def test_config_is_pure_and_reading_lives_here() -> None:
     """Reading files is not parsing: config.py opens nothing."""
-    import aikito_mem.candidates as candidates
-    import aikito_mem.config as config
-    import aikito_mem.names as names
+    import aikito_mem.config.agent_toml as config
+    import aikito_mem.config.candidates as candidates
+    import aikito_mem.config.names as names
 
     for module in (config, candidates, names):
         source = Path(str(module.__file__)).read_text()
         for call in ("open(", "read_regular", "scandir", "os.stat", "os.lstat", "realpath",
-                     "aikito_mem.observe"):
+                     "aikito_mem.world.observe"):
             assert call not in source, (module.__name__, call)
 
 

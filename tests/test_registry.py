@@ -8,8 +8,7 @@ import stat
 
 import pytest
 
-from aikito_mem.errors import ConfigError
-from aikito_mem.registry import (
+from aikito_mem.config.registry import (
     NO_REGISTRY,
     AgentEntry,
     Detect,
@@ -19,6 +18,7 @@ from aikito_mem.registry import (
     load_registry,
     parse_agent_file,
 )
+from aikito_mem.errors import ConfigError
 
 # The reference tool's own registry file for Claude Code, as it ships (abridged comments).
 REFERENCE_CLAUDE = b'''

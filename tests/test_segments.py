@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 
+from aikito_mem.config.registry import NO_REGISTRY, AgentEntry, build_registry
 from aikito_mem.model import InstructionState as S
 from aikito_mem.model import Kind
-from aikito_mem.observe import Observer
-from aikito_mem.registry import NO_REGISTRY, AgentEntry, build_registry
-from aikito_mem.segments import (
+from aikito_mem.world.observe import Observer
+from aikito_mem.world.segments import (
     instruction_source,
     instructions_view,
     resolve_skills,

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from aikito_mem import treecompare, treemove
-from aikito_mem.treecompare import Difference
-from aikito_mem.treemove import EntryKind
+from aikito_mem.commands.adopt import treecompare, treemove
+from aikito_mem.commands.adopt.treecompare import Difference
+from aikito_mem.commands.adopt.treemove import EntryKind
 
 
 def tree(base: Path) -> Path:

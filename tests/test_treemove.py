@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from aikito_mem import fsutil, treemove
-from aikito_mem.treemove import EntryKind
+from aikito_mem import fsutil
+from aikito_mem.commands.adopt import treemove
+from aikito_mem.commands.adopt.treemove import EntryKind
 from tests.helpers.snapshots import snapshot
 
 

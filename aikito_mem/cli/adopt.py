@@ -1,8 +1,8 @@
 """``aikito adopt TARGET``: move a real file or directory that blocks a sync into the
 workspace, list it in ``memory`` and link it back (docs/commands.md).
 
-A thin call into :func:`aikito_mem.adopt.adopt`, which returns an
-:class:`~aikito_mem.adopt_plan.AdoptReport`, rendered by :mod:`aikito_mem.render.adopt`.
+A thin call into :func:`aikito_mem.commands.adopt.run.adopt`, which returns an
+:class:`~aikito_mem.commands.adopt.plan.AdoptReport`, rendered by :mod:`aikito_mem.render.adopt`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from aikito_mem.cli.error_handler import error_handler
 from aikito_mem.cli.options import json_option, lock_timeout_option, workspace_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from aikito_mem.adopt_plan import AdoptReport
+    from aikito_mem.commands.adopt.plan import AdoptReport
     from aikito_mem.errors import AikitoError, InterruptedError_
     from aikito_mem.render.text import Output
 
@@ -39,7 +39,7 @@ class AdoptView:
         return Output(report.exit_code, lines=lines, errors=errors)
 
     def failed(self, error: AikitoError) -> AdoptReport:
-        from aikito_mem.adopt_plan import AdoptReport
+        from aikito_mem.commands.adopt.plan import AdoptReport
 
         return AdoptReport.from_error(error, dry_run=self.dry_run)
 
@@ -68,7 +68,7 @@ def adopt_cmd(ctx: click.Context, target: str, project: str | None, dry_run: boo
     failure says where the content is.
     """
     with error_handler(AdoptView(as_json, dry_run=dry_run)) as handler:
-        from aikito_mem.adopt import adopt
+        from aikito_mem.commands.adopt.run import adopt
 
         handler.finish(adopt(target, workspace_of(ctx), project=project, dry_run=dry_run,
                              lock_timeout=lock_timeout))

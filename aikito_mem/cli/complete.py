@@ -21,7 +21,7 @@ from click.shell_completion import CompletionItem
 
 
 def _workspace_root(ctx: click.Context) -> str | None:
-    from aikito_mem.discovery import resolve_workspace
+    from aikito_mem.config.discovery import resolve_workspace
 
     workspace = ctx.find_root().params.get("workspace")
     return resolve_workspace(workspace if isinstance(workspace, str) else None).root
@@ -31,7 +31,7 @@ def project_names(ctx: click.Context, param: click.Parameter | None,
                   incomplete: str) -> list[CompletionItem]:
     """The workspace's project names that start with ``incomplete``."""
     try:
-        from aikito_mem.projects import list_projects
+        from aikito_mem.config.projects import list_projects
 
         root = _workspace_root(ctx)
         if root is None:  # pragma: no cover - resolve_workspace raises instead
@@ -50,7 +50,7 @@ def checkout_paths(ctx: click.Context, param: click.Parameter | None,
     if not isinstance(name, str) or name in ("", "."):
         return items
     try:
-        from aikito_mem.projects import load_project_config
+        from aikito_mem.config.projects import load_project_config
 
         root = _workspace_root(ctx)
         if root is None:  # pragma: no cover - resolve_workspace raises instead

@@ -10,7 +10,7 @@ from aikito_mem.cli.error_handler import end_interrupted, error_handler
 from aikito_mem.cli.options import color_option, json_option, use_color, workspace_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from aikito_mem.doctor import DoctorReport
+    from aikito_mem.commands.doctor.checks import DoctorReport
     from aikito_mem.errors import AikitoError, InterruptedError_
     from aikito_mem.render.text import Output
 
@@ -35,7 +35,7 @@ class DoctorView:
                                       color=self.color))
 
     def failed(self, error: AikitoError) -> DoctorReport:
-        from aikito_mem.doctor import DoctorReport
+        from aikito_mem.commands.doctor.checks import DoctorReport
 
         return DoctorReport(None, None, self.strict, error=error, fix=self.fix,
                             dry_run=self.dry_run)
@@ -83,7 +83,7 @@ def doctor_cmd(ctx: click.Context, as_json: bool, strict: bool, verbose: bool, f
                       color=not as_json and use_color(color), fix=fix, dry_run=dry_run)
     with error_handler(view) as handler:
         from aikito_mem import signals
-        from aikito_mem.doctor import run
+        from aikito_mem.commands.doctor.checks import run
 
         # Questions only, and at most one small append per repository (signals.check()
         # before it): a signal stops doctor at once.

@@ -1,10 +1,11 @@
 """``aikito init [PATH]`` and ``aikito init project NAME [CHECKOUT]`` (docs/commands.md).
 
-A thin layer over the engine of :mod:`aikito_mem.init`: it parses the arguments, runs
-:func:`~aikito_mem.init.init_workspace` or :func:`~aikito_mem.init.init_project` inside
-the one error handler, and renders the :class:`~aikito_mem.init_report.InitReport` — the
+A thin layer over the engine of :mod:`aikito_mem.commands.init.run`: it parses the arguments, runs
+:func:`~aikito_mem.commands.init.run.init_workspace` or
+:func:`~aikito_mem.commands.init.run.init_project` inside
+the one error handler, and renders the :class:`~aikito_mem.commands.init.report.InitReport` — the
 ``aikito.init/1`` document under ``--json`` (with ``exit_code`` and ``error`` added, as
-every document has), else :func:`~aikito_mem.init_report.text_lines`.
+every document has), else :func:`~aikito_mem.commands.init.report.text_lines`.
 
 ``init`` is a group whose first argument is either the subcommand ``project`` or the
 workspace PATH (so a workspace in a directory named ``project`` is written
@@ -23,8 +24,8 @@ from aikito_mem.cli.error_handler import error_handler
 from aikito_mem.cli.options import json_option, workspace_of
 
 if TYPE_CHECKING:  # pragma: no cover
+    from aikito_mem.commands.init.report import InitReport
     from aikito_mem.errors import AikitoError, InterruptedError_
-    from aikito_mem.init_report import InitReport
     from aikito_mem.render.text import Output
 
 SCHEMA = "aikito.init/1"
@@ -55,7 +56,7 @@ class InitView:
         self.project = project
 
     def failed(self, error: AikitoError) -> InitResult:
-        from aikito_mem.init_report import InitReport
+        from aikito_mem.commands.init.report import InitReport
 
         partial = getattr(error, "result", None)
         return InitResult(partial if isinstance(partial, InitReport) else None, error)
@@ -89,8 +90,8 @@ class InitView:
         return doc
 
     def render(self, result: InitResult) -> Output:
-        from aikito_mem.discovery import home_directory
-        from aikito_mem.init_report import InitStatus, text_lines
+        from aikito_mem.commands.init.report import InitStatus, text_lines
+        from aikito_mem.config.discovery import home_directory
         from aikito_mem.render.text import Display, Output, error_lines, printable
 
         if self.as_json:
@@ -126,7 +127,7 @@ def _run_workspace(ctx: click.Context, path: str | None, dry_run: bool,
             "give it once", ctx)
     view = InitView("workspace", as_json=as_json, dry_run=dry_run)
     with error_handler(view) as handler:
-        from aikito_mem.init import init_workspace
+        from aikito_mem.commands.init.run import init_workspace
 
         report = init_workspace(path if path is not None else workspace, dry_run=dry_run)
         handler.finish(InitResult(report))
@@ -243,7 +244,7 @@ def project_cmd(ctx: click.Context, name: str, checkout: str | None, dry_run: bo
     dry_run, as_json = _dry_run_and_json(ctx, dry_run, as_json)
     view = InitView("project", as_json=as_json, dry_run=dry_run, project=name)
     with error_handler(view) as handler:
-        from aikito_mem.init import init_project
+        from aikito_mem.commands.init.run import init_project
 
         report = init_project(workspace_of(ctx), name, checkout, dry_run=dry_run)
         handler.finish(InitResult(report))

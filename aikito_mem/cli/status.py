@@ -10,9 +10,9 @@ from aikito_mem.cli.error_handler import end_interrupted, error_handler
 from aikito_mem.cli.options import color_option, json_option, use_color, workspace_of
 
 if TYPE_CHECKING:  # pragma: no cover
+    from aikito_mem.commands.status import StatusReport
     from aikito_mem.errors import AikitoError, InterruptedError_
     from aikito_mem.render.text import Output
-    from aikito_mem.status import StatusReport
 
 
 class StatusView:
@@ -29,7 +29,7 @@ class StatusView:
         return render(report, Display(as_json=self.as_json, color=self.color))
 
     def failed(self, error: AikitoError) -> StatusReport:
-        from aikito_mem.status import StatusReport
+        from aikito_mem.commands.status import StatusReport
 
         return StatusReport(None, None, error=error)
 
@@ -59,7 +59,7 @@ def status_cmd(ctx: click.Context, as_json: bool, color: bool | None) -> None:
     view = StatusView(as_json, color=not as_json and use_color(color))
     with error_handler(view) as handler:
         from aikito_mem import signals
-        from aikito_mem.status import collect
+        from aikito_mem.commands.status import collect
 
         with signals.interruptible():  # writes nothing: a signal stops it at once
             report = collect(workspace_of(ctx))

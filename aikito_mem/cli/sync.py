@@ -234,7 +234,7 @@ def sync_project(
 def _project(view: SyncView, workspace: str | None, name: str | None) -> Project:
     """The project NAME, or the one whose active checkout holds the current directory."""
     from aikito_mem.api import Project
-    from aikito_mem.discovery import resolve_workspace
+    from aikito_mem.config.discovery import resolve_workspace
 
     view.project = name
     ws = resolve_workspace(workspace)
@@ -256,7 +256,7 @@ def _dry_run(view: SyncView, workspace: str | None, name: str | None, path: str 
         # A plan only shown needs no source identities; a saved one does ([P5]).
         plan = project.plan(path, register=register, identify=out is not None)
     if out is not None:
-        from aikito_mem.planfile import write_plan
+        from aikito_mem.executor.planfile import write_plan
 
         signals.check()
         write_plan(plan, out)

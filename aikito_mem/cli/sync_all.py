@@ -1,4 +1,4 @@
-"""``aikito sync`` with no subcommand: every project (:mod:`aikito_mem.sync_all`)."""
+"""``aikito sync`` with no subcommand: every project (:mod:`aikito_mem.commands.sync_all`)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from aikito_mem.cli.error_handler import error_handler
 from aikito_mem.cli.options import workspace_of
 
 if TYPE_CHECKING:  # pragma: no cover
+    from aikito_mem.commands.sync_all import SyncAllReport
     from aikito_mem.errors import AikitoError, InterruptedError_
     from aikito_mem.render.text import Display, Output
-    from aikito_mem.sync_all import SyncAllReport
 
 
 class SyncAllView:
@@ -29,7 +29,7 @@ class SyncAllView:
         return render(report, self.display)
 
     def failed(self, error: AikitoError) -> SyncAllReport:
-        from aikito_mem.sync_all import SyncAllReport
+        from aikito_mem.commands.sync_all import SyncAllReport
 
         return SyncAllReport(None, None, self.dry_run, self.check, error=error)
 
@@ -47,7 +47,7 @@ def run_all(ctx: click.Context, display: Display, *, dry_run: bool, check: bool,
             lock_timeout: float) -> NoReturn:
     """Sync (or plan) every project and exit with the combined code."""
     with error_handler(SyncAllView(display, dry_run=dry_run, check=check)) as handler:
-        from aikito_mem.sync_all import sync_all
+        from aikito_mem.commands.sync_all import sync_all
 
         handler.finish(sync_all(workspace_of(ctx), dry_run=dry_run, check=check,
                                 lock_timeout=lock_timeout))

@@ -1,4 +1,4 @@
-"""Rendering of ``aikito adopt``: an :class:`~aikito_mem.adopt_plan.AdoptReport` as the
+"""Rendering of ``aikito adopt``: an :class:`~aikito_mem.commands.adopt.plan.AdoptReport` as the
 ``aikito.adopt/1`` JSON document or as text lines.  Pure: values in, values out; the CLI
 decides where they go (the error message goes to stderr)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aikito_mem.adopt_plan import CONTRACT_VERSION, SCHEMA, AdoptReport, Method, Step
+from aikito_mem.commands.adopt.plan import CONTRACT_VERSION, SCHEMA, AdoptReport, Method, Step
 from aikito_mem.errors import AdoptRefused
 from aikito_mem.model import Operation
 

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from aikito_mem.descriptor import DescriptorState
-from aikito_mem.model import CheckoutState
-from aikito_mem.render.text import Display, Output, error_json, error_lines, plural, printable
-from aikito_mem.status import (
+from aikito_mem.commands.descriptor import DescriptorState
+from aikito_mem.commands.status import (
     ANCHOR,
     CONTRACT_VERSION,
     CheckoutStatus,
@@ -21,6 +19,8 @@ from aikito_mem.status import (
     StatusReport,
     SyncCounts,
 )
+from aikito_mem.model import CheckoutState
+from aikito_mem.render.text import Display, Output, error_json, error_lines, plural, printable
 
 SCHEMA = "aikito.status/1"
 

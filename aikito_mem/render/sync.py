@@ -115,7 +115,7 @@ def _segments_json(plan: Plan | None, result: SyncResult | None, *, dry_run: boo
                             "summary": dict(_EMPTY_SUMMARY)} for seg in SEGMENT_ORDER}
     by_name = {s.name: s for s in result.segments} if result is not None else {}
     if not by_name and plan is not None:
-        from aikito_mem.execute import segment_results
+        from aikito_mem.executor.execute import segment_results
 
         if dry_run:
             by_name = {s.name: s for s in segment_results(plan, dry_run=True)}

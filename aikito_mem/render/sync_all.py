@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from aikito_mem.commands.sync_all import SyncAllReport
 from aikito_mem.outcome import SyncReport
 from aikito_mem.render.sync import document as sync_document
 from aikito_mem.render.sync import text_lines
 from aikito_mem.render.text import Display, Output, error_json, message_lines, plural
-from aikito_mem.sync_all import SyncAllReport
 
 SCHEMA = "aikito.sync-all/1"
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import aikito_mem
 
-for _mod in pkgutil.iter_modules(aikito_mem.__path__):
-    if _mod.name == "__main__":
+for _mod in pkgutil.walk_packages(aikito_mem.__path__, "aikito_mem."):
+    if _mod.name == "aikito_mem.__main__":
         continue
-    importlib.import_module(f"aikito_mem.{_mod.name}")
+    importlib.import_module(_mod.name)
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _WRITE_EVENTS = frozenset({

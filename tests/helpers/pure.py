@@ -1,13 +1,13 @@
 """Inputs of the pure planner built by hand (no filesystem): values of
 :mod:`aikito_mem.model` for a workspace ``/ws`` with project ``demo`` and one checkout
-``/co/a``; :func:`plan_of` runs :func:`aikito_mem.planner.build_plan` on them."""
+``/co/a``; :func:`plan_of` runs :func:`aikito_mem.planner.memory.build_plan` on them."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from aikito_mem import model
-from aikito_mem.planner import build_plan
+from aikito_mem.planner.memory import build_plan
 
 if TYPE_CHECKING:
     from aikito_mem.model import Finding, Plan

@@ -238,7 +238,7 @@ class World:
     # -- pure realisation -------------------------------------------------------------------
 
     def planner_inputs(self) -> dict[str, object]:
-        """Keyword arguments for :func:`aikito_mem.planner.build_plan`, built by hand."""
+        """Keyword arguments for :func:`aikito_mem.planner.memory.build_plan`, built by hand."""
         ws = PURE_WS
         config_path = f"{ws}/projects/{self.project}/agent.toml"
         candidates = tuple(

@@ -19,8 +19,11 @@ from typing import Any
 import pytest
 from click.testing import Result
 
-from aikito_mem import adopt_plan, execute, fsutil, lock, treemove
-from aikito_mem.adopt import adopt
+from aikito_mem import fsutil
+from aikito_mem.commands.adopt import plan as adopt_plan
+from aikito_mem.commands.adopt import treemove
+from aikito_mem.commands.adopt.run import adopt
+from aikito_mem.executor import execute, lock
 from aikito_mem.render.adopt import json_document
 from tests.helpers.cli import invoke
 from tests.helpers.snapshots import changed, snapshot

@@ -11,7 +11,7 @@ import os
 import pytest
 
 import aikito_mem.api as api_mod
-from aikito_mem.observe import Observer
+from aikito_mem.world.observe import Observer
 from tests.helpers.cli import imported_modules
 from tests.helpers.workspace import WS
 
@@ -54,7 +54,7 @@ def test_version_imports_only_the_cli_library() -> None:
     assert proc.returncode == 0 and proc.stdout.startswith("aikito ")
     assert "click" in imported
     heavy = {"attr", "attrs", "tomllib", "hashlib", "aikito_mem.model", "aikito_mem.api",
-             "aikito_mem.config", "aikito_mem.render", "aikito_mem.execute"}
+             "aikito_mem.config.agent_toml", "aikito_mem.render", "aikito_mem.executor.execute"}
     assert not (heavy & imported), sorted(heavy & imported)
 
 
@@ -94,8 +94,8 @@ def _segments_ws(ws: WS, *, checkouts: int, skills: int, targets: bool, refs: in
 
 
 def _warm_segments(ws: WS, monkeypatch: pytest.MonkeyPatch, **kw: object) -> _Counts:
-    import aikito_mem.registry as registry_mod
-    import aikito_mem.segments as segments_mod
+    import aikito_mem.config.registry as registry_mod
+    import aikito_mem.world.segments as segments_mod
 
     _segments_ws(ws, home=ws.home, **kw)  # type: ignore[arg-type]
     first = ws.project("demo").sync()
@@ -121,7 +121,7 @@ def _warm_segments(ws: WS, monkeypatch: pytest.MonkeyPatch, **kw: object) -> _Co
     with monkeypatch.context() as m:
         m.setattr(api_mod, "Observer", Counting)
         m.setattr(registry_mod, "load_registry", load)
-        m.setattr("aikito_mem.segments.detected", detected)
+        m.setattr("aikito_mem.world.segments.detected", detected)
         plan = ws.project("demo").plan()
     assert {op.action.value for op in plan.operations} == {"NOOP"}, plan.operations
     assert {op.segment.value for op in plan.operations} >= (
@@ -167,7 +167,7 @@ def test_detection_is_asked_once_per_run_not_per_checkout(
 ) -> None:
     """[G4]: detection matters only where a target's directory is missing; it is asked per
     run (planning, and the re-check at execution), however many checkouts miss it."""
-    import aikito_mem.segments as segments_mod
+    import aikito_mem.world.segments as segments_mod
 
     ws = WS(tmp_path_factory.mktemp("detect"))
     _segments_ws(ws, checkouts=4, skills=0, targets=True, home=ws.home)
@@ -179,7 +179,7 @@ def test_detection_is_asked_once_per_run_not_per_checkout(
         asked.append(args[0])
         return bool(real(*args))
 
-    monkeypatch.setattr("aikito_mem.segments.detected", detected)
+    monkeypatch.setattr("aikito_mem.world.segments.detected", detected)
     for _ in range(2):  # cold and warm alike
         asked.clear()
         result = ws.project("demo").sync()

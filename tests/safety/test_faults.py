@@ -11,7 +11,7 @@
 * ``.agents/memory`` removed mid-run, and the checkout renamed mid-run: the run stops
   (exit 3 or 5), nothing is written outside, no write follows the moved directory.
 
-Mid-run faults use the executor's seam ``aikito_mem.execute.before_write`` inside a
+Mid-run faults use the executor's seam ``aikito_mem.executor.execute.before_write`` inside a
 subprocess running the real CLI (see ``RUNNER``).  Tests that need root or ``mount`` skip
 with the reason when it is unavailable.
 """
@@ -42,7 +42,7 @@ from tests.helpers.workspace import WS
 #: itself, ``rmtree`` removes a tree, ``rename`` renames; ``sleep`` waits n ms per write.
 RUNNER = r"""
 import os, shutil, signal, sys, time
-import aikito_mem.execute as e
+import aikito_mem.executor.execute as e
 spec = os.environ.get("T_HOOK", "")
 if spec:
     kind, n, *args = spec.split("|")

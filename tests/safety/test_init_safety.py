@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from aikito_mem import signals
+from aikito_mem.commands.init.run import InitStatus, init_project, init_workspace
 from aikito_mem.errors import (
     ConfigError,
     ExecutionError,
     InterruptedError_,
     StalePlanError,
 )
-from aikito_mem.init import InitStatus, init_project, init_workspace
 from tests.helpers import mounts
 from tests.helpers.snapshots import snapshot
 

@@ -26,11 +26,11 @@ import tomli_w
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from aikito_mem.config import READ_KEYS, parse_project_config
-from aikito_mem.discovery import resolve_workspace
+from aikito_mem.config.agent_toml import READ_KEYS, parse_project_config
+from aikito_mem.config.discovery import resolve_workspace
+from aikito_mem.config.projects import load_project_config
 from aikito_mem.errors import ConfigError
 from aikito_mem.model import ProjectConfig
-from aikito_mem.projects import load_project_config
 from tests.helpers.cli import Env
 from tests.helpers.snapshots import changed, snapshot
 from tests.helpers.strategies import fs_examples

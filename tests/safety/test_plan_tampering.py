@@ -723,7 +723,7 @@ def test_malformed_plan_file_is_a_config_error(ws: WS, name: str) -> None:
 
 
 def test_oversize_plan_file_is_refused_unread(ws: WS) -> None:
-    from aikito_mem.planfile import MAX_PLAN_BYTES
+    from aikito_mem.executor.planfile import MAX_PLAN_BYTES
 
     w = build(ws.base)
     os.truncate(w.planfile, MAX_PLAN_BYTES + 1)  # sparse: costs no disk

@@ -1,5 +1,5 @@
 """Races on the write path ([E4], [E2]), through the executor's test seam
-``aikito_mem.execute.before_write`` (called as ``hook(op)`` just before each write
+``aikito_mem.executor.execute.before_write`` (called as ``hook(op)`` just before each write
 syscall, after that write's own just-in-time check — the worst possible moment).
 
 A parent directory (``.agents``, ``.agents/memory`` or ``.agents/memory/team``) is renamed
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import tomli_w
 
-import aikito_mem.execute as execute_mod
+import aikito_mem.executor.execute as execute_mod
 from aikito_mem import Project
 from aikito_mem.errors import ExecutionError, StalePlanError
 from aikito_mem.model import Operation

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from aikito_mem import Project
-from aikito_mem import execute as execute_mod
 from aikito_mem.errors import ProjectPrepareConflictError
+from aikito_mem.executor import execute as execute_mod
 from aikito_mem.model import Action, Operation, SegmentName
 from tests.helpers.segments import SKILLS, SegWorld
 from tests.helpers.snapshots import changed, snapshot

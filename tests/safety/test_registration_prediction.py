@@ -169,8 +169,8 @@ def test_owner_that_cannot_be_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     """An agent.toml owned by someone else (a shared workspace): the new file could not
     keep its owner, so every mode refuses before writing.  In process, as a user who is
     not root."""
-    from aikito_mem import config_edit
     from aikito_mem.cli import cli
+    from aikito_mem.config import edit as config_edit
 
     ws = WS(tmp_path)
     project(ws)

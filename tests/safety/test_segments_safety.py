@@ -30,11 +30,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aikito_mem import Project
-from aikito_mem import execute as execute_mod
 from aikito_mem.cli import cli
 from aikito_mem.errors import StalePlanError, UnsafePlanError
+from aikito_mem.executor import execute as execute_mod
 from aikito_mem.model import Action, Operation, Plan, SegmentName
-from aikito_mem.observe import lstat_link
+from aikito_mem.world.observe import lstat_link
 from tests.helpers.segments import SegWorld
 from tests.helpers.snapshots import changed, recreate, snapshot
 from tests.helpers.strategies import fs_examples
@@ -562,7 +562,7 @@ def test_guard_refuses_hand_made_segment_writes(tmp_path: Path, name: str) -> No
 
 
 def test_guard_rows_exist_for_every_writing_segment() -> None:
-    from aikito_mem.guard import SEGMENTS
+    from aikito_mem.executor.guard import SEGMENTS
 
     assert set(SEGMENTS) == set(SegmentName)
     assert SEGMENTS[SegmentName.SKILLS].single_component

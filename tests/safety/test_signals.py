@@ -53,7 +53,7 @@ def fire():
 
 
 if PHASE == "planning":
-    import aikito_mem.checkouts as mod
+    import aikito_mem.world.checkouts as mod
 
     real_observe = mod.observe
     seen = []
@@ -67,7 +67,7 @@ if PHASE == "planning":
 
     mod.observe = observe
 elif PHASE == "registration":
-    import aikito_mem.execute as mod
+    import aikito_mem.executor.execute as mod
 
     real_checked = mod._checked
 
@@ -78,7 +78,7 @@ elif PHASE == "registration":
 
     mod._checked = checked
 elif PHASE == "writes":
-    import aikito_mem.execute as mod
+    import aikito_mem.executor.execute as mod
 
     count = []
 

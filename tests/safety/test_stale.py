@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from aikito_mem.cli import cli
 from aikito_mem.errors import StalePlanError
 from aikito_mem.model import Action
-from aikito_mem.observe import generation
+from aikito_mem.world.observe import generation
 from tests.helpers.snapshots import recreate, snapshot
 from tests.helpers.workspace import WS
 

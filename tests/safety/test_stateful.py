@@ -49,9 +49,9 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from aikito_mem import Project
 from aikito_mem.cli import cli
 from aikito_mem.errors import ConflictError, StalePlanError
+from aikito_mem.executor.planfile import read_plan, write_plan
 from aikito_mem.model import Action, Plan, Status, SyncResult
-from aikito_mem.planfile import read_plan, write_plan
-from aikito_mem.planner import history, literal_resolves_to
+from aikito_mem.planner.memory import history, literal_resolves_to
 from tests.helpers.snapshots import snapshot
 from tests.helpers.workspace import WS
 
@@ -453,7 +453,7 @@ class SafetyMachine(_UserTree):
     def _assert_applied_plan_converged(self, path: str) -> None:
         """A saved plan converges what it planned; entries that appeared after it was made
         (not targets of the plan, so not re-verified per [P5]) are the next sync's job."""
-        from aikito_mem.planfile import read_plan
+        from aikito_mem.executor.planfile import read_plan
 
         touched = {op.target for op in read_plan(path).operations}
         plan = self._project().plan()

@@ -1,0 +1,2 @@
+"""The commands beside sync, each returning a frozen report: status, sync_all, doctor,
+adopt, init."""

@@ -1,0 +1,1 @@
+"""``aikito adopt TARGET``: validation, the move of content, and the link back."""

@@ -1,0 +1,422 @@
+"""``aikito adopt TARGET``: move a real file or directory that blocks sync into the
+workspace, add it to the project's ``memory`` list, and link it back — or leave things as
+they were and say exactly where the content is.
+
+This module only sequences:
+
+1. **validate** (:func:`aikito_mem.commands.adopt.plan.validate`: every check, no write — all that
+   ``--dry-run`` does);
+2. **lock** the checkout ([E3]) and validate again under the lock: TARGET must be the
+   entry validated before;
+3. **move** (:mod:`aikito_mem.commands.adopt.treemove`: a no-replace rename, or copy /
+   verify / remove across filesystems) — or, when ``<ws>/memory/REL`` already holds
+   identical content, remove TARGET entry by entry, each re-checked;
+4. **register** ``REL`` in ``memory`` by compare-and-swap (``fsutil.atomic_replace`` with
+   a last re-read of the bytes; recomputed if another process changed the file);
+5. **link**: the engine plans the checkout and executes exactly TARGET's CREATE, through
+   its guarded writer, under the lock already held.  Other conflicts of the checkout are
+   reported and left for ``aikito sync project``.
+
+If step 4 or 5 fails, what was done is undone where possible (the memory list restored by
+compare-and-swap, the content moved back) and the report says where the content is.
+Signals ([E5]): a signal while validating, waiting for the lock or planning ends the
+command at once; during the writes it is checked before each write, so no write starts
+after it (the command's own temporary copy and the directories it just created are
+removed); the report says where the content is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import attrs
+
+from aikito_mem import fsutil, signals
+from aikito_mem.commands.adopt import plan as adopt_plan
+from aikito_mem.commands.adopt import treemove
+from aikito_mem.commands.adopt.plan import (
+    Adoption,
+    AdoptOutcome,
+    AdoptReport,
+    Method,
+    Step,
+    StepResult,
+    StepStatus,
+)
+from aikito_mem.errors import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_STALE,
+    AdoptFailed,
+    AikitoError,
+    InterruptedError_,
+    StalePlanError,
+)
+from aikito_mem.model import Action, Operation, Plan, Status, SyncResult
+
+if TYPE_CHECKING:
+    from aikito_mem.executor.lock import Locks
+
+__all__ = ["adopt"]
+
+
+class _Changed(Exception):
+    """agent.toml changed between the read and the rename (compare-and-swap)."""
+
+
+def _cause(exc: BaseException) -> str:
+    if isinstance(exc, AikitoError):
+        return exc.message
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if exc.filename else ""
+        return f"{where}{exc.strerror or exc}"
+    return str(exc)
+
+
+class _Run:
+    """One adoption in progress: what has been done so far (frozen into the report)."""
+
+    def __init__(self, target: str, dry_run: bool) -> None:
+        given = os.path.abspath(os.path.expanduser(target))
+        self.dry_run = dry_run
+        self.a: Adoption | None = None
+        self.method: Method | None = None
+        self.content_at: str | None = given if os.path.lexists(given) else None
+        self.steps = {s: StepStatus.NOT_APPLIED for s in Step}
+        self.details: dict[Step, str] = {}
+        self.sync: SyncResult | None = None
+        self.created: list[str] = []
+        #: The bytes register wrote (to undo it by compare-and-swap).
+        self.written: tuple[bytes, bytes] | None = None
+
+    def report(self, error: AikitoError | None) -> AdoptReport:
+        a = self.a
+        if error is None:
+            outcome = AdoptOutcome.PLANNED if self.dry_run else AdoptOutcome.ADOPTED
+            code = EXIT_OK
+        else:
+            outcome, code = adopt_plan.outcome_of(error), error.exit_code
+            if isinstance(error, AdoptFailed):
+                self.content_at = error.content_at
+            for step, status in self.steps.items():
+                if status is StepStatus.PLANNED:
+                    self.steps[step] = StepStatus.NOT_APPLIED
+        return AdoptReport(
+            dry_run=self.dry_run, outcome=outcome, exit_code=code, adoption=a,
+            method=self.method, content_at=self.content_at,
+            steps=tuple(StepResult(s, st, self.details.get(s)) for s, st in self.steps.items()),
+            conflicts=a.conflicts if a is not None else (), sync=self.sync, error=error)
+
+    # -- 1, 2: validate ---------------------------------------------------------------
+
+    def validate(self, target: str, workspace: str | None, project: str | None,
+                 environ: Mapping[str, str] | None) -> Adoption:
+        try:
+            with signals.interruptible():
+                a = adopt_plan.validate(target, workspace, project=project, environ=environ)
+        except OSError as exc:
+            raise AdoptFailed(f"cannot examine {_cause(exc)}; nothing was written, the content "
+                              f"is at {self.content_at}", code="examine_failed",
+                              content_at=self.content_at or target) from None
+        if self.a is not None and a.identity != self.a.identity:
+            raise AdoptFailed(f"{a.target} changed since it was examined (it is another "
+                              "entry now); nothing was written — run adopt again",
+                              code="stale", content_at=a.target, exit_code=EXIT_STALE,
+                              outcome="stale")
+        self.a, self.method, self.content_at = a, a.method, a.target
+        self.steps = {s: StepStatus.PLANNED for s in Step}
+        if a.new_config is None:
+            self.steps[Step.REGISTER] = StepStatus.SKIPPED
+        return a
+
+    # -- 3: move ----------------------------------------------------------------------
+
+    def move(self, a: Adoption) -> None:
+        signals.check()
+        try:
+            for path in a.missing_dirs:
+                signals.check()
+                os.mkdir(path, 0o755)
+                self.created.append(path)
+            if a.method is Method.REPLACE:
+                treemove.remove_inventoried(a.target, a.entries, signals.check)
+            else:
+                self.method = Method(treemove.move(a.target, a.destination, signals.check).value)
+        except treemove.OriginalKeptError as exc:
+            self._original_kept(a, exc)
+        except treemove.RemoveIncompleteError as exc:
+            self._copy_kept(a, exc)
+        except BaseException as exc:
+            self._remove_created()
+            if isinstance(exc, InterruptedError_):
+                if a.method is Method.REPLACE and self._touched(a):
+                    self.steps[Step.MOVE] = StepStatus.FAILED
+                    self.content_at = a.destination
+                    raise InterruptedError_(
+                        f"{exc.message}: part of the identical copy {a.target} was removed; "
+                        f"the content is at {a.destination}", signum=exc.signum) from None
+                raise
+            self.steps[Step.MOVE] = StepStatus.FAILED
+            if isinstance(exc, treemove.TreeChangedError):
+                raise AdoptFailed(
+                    f"{a.target} changed while it was being copied; nothing was adopted, it is "
+                    "still there, complete — run adopt again when it is quiet",
+                    code="source_changed", content_at=a.target, exit_code=EXIT_STALE,
+                    outcome="stale") from None
+            if isinstance(exc, treemove.SpecialFileError):
+                raise AdoptFailed(f"{exc.filename} is {exc.what}, which cannot be copied; "
+                                  f"nothing was moved, the content is still at {a.target}",
+                                  code="file_type", content_at=a.target) from None
+            if isinstance(exc, OSError):
+                raise AdoptFailed(
+                    f"moving {a.target} to {a.destination} failed ({_cause(exc)}); nothing was "
+                    f"moved, the content is still at {a.target}", code="move_failed",
+                    content_at=a.target) from None
+            raise
+        self.content_at = a.destination
+        self.steps[Step.MOVE] = StepStatus.APPLIED
+
+    def _original_kept(self, a: Adoption, exc: treemove.OriginalKeptError) -> None:
+        self.steps[Step.MOVE] = StepStatus.FAILED
+        self.details[Step.MOVE] = f"copied to {a.destination}; the original was kept"
+        self.method = Method.COPY
+        cause = exc.cause
+        if isinstance(cause, InterruptedError_):
+            raise InterruptedError_(
+                f"{cause.message}: the verified copy is complete at {a.destination}, and "
+                f"what was not yet removed of {a.target} is still there — compare them, keep "
+                "one", signum=cause.signum) from None
+        if isinstance(cause, treemove.TreeChangedError):
+            raise AdoptFailed(
+                f"{a.target} changed just after it was copied to {a.destination}; both were "
+                f"kept — compare them, keep the right one (the copy at {a.destination} is what "
+                "the original was before the change)", code="source_changed",
+                content_at=a.destination, exit_code=EXIT_STALE, outcome="partial") from None
+        kept = cause.kept if isinstance(cause, treemove.RemoveIncompleteError) else ()
+        raise AdoptFailed(
+            f"the content is complete and verified at {a.destination}, but removing the "
+            f"original {a.target} did not complete ({_cause(cause)}"
+            + (f"; kept: {', '.join(kept[:5])}" if kept else "") + "); what remains of it "
+            f"was kept because it changed after the copy or could not be removed — compare "
+            f"it with {a.destination}, keep what you need, remove it, then run `aikito adopt "
+            f"{a.target}` again", code="remove_failed", content_at=a.destination,
+            outcome="partial") from None
+
+    def _copy_kept(self, a: Adoption, exc: treemove.RemoveIncompleteError) -> None:
+        """``replace``: removing TARGET (identical to the destination) kept entries."""
+        self.steps[Step.MOVE] = StepStatus.FAILED
+        untouched = len(exc.kept) == len(a.entries)
+        changed = not exc.failed
+        raise AdoptFailed(
+            f"{a.target} was identical to {a.destination}, but "
+            + ("it changed before it could be removed; nothing was written" if untouched else
+               f"removing it kept {len(exc.kept)} entr{'y' if len(exc.kept) == 1 else 'ies'} "
+               f"that changed or could not be removed ({', '.join(exc.kept[:5])})")
+            + f" — the workspace content is at {a.destination}; run adopt again",
+            code="source_changed" if changed else "remove_failed",
+            content_at=a.target if untouched else a.destination,
+            exit_code=EXIT_STALE if changed else EXIT_FAILED,
+            outcome="stale" if untouched and changed else "partial") from None
+
+    @staticmethod
+    def _touched(a: Adoption) -> bool:
+        """Whether any inventoried entry of TARGET is gone."""
+        return any(not os.path.lexists(f"{a.target}/{e.rel}" if e.rel else a.target)
+                   for e in a.entries)
+
+    def _remove_created(self) -> None:
+        for path in reversed(self.created):
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
+        self.created.clear()
+
+    # -- 4: register ------------------------------------------------------------------
+
+    def register(self, a: Adoption, environ: Mapping[str, str] | None) -> None:
+        if a.new_config is None:
+            return
+        from aikito_mem.config.agent_toml import parse_project_config
+        from aikito_mem.config.discovery import home_directory
+
+        signals.check()
+        directory, name = os.path.split(a.config_path)
+        old, new = a.config_bytes, a.new_config
+        for _attempt in range(3):
+            if self._swap(directory, name, old, new):
+                self.written = (old, new)
+                self.steps[Step.REGISTER] = StepStatus.APPLIED
+                return
+            old, _ = fsutil.read_regular(a.config_path)
+            home = home_directory(environ) or ""
+            config = parse_project_config(old, name=a.project, project_dir=directory,
+                                          config_path=a.config_path, home=home)
+            if a.reference in config.memory:
+                self.steps[Step.REGISTER] = StepStatus.SKIPPED
+                return
+            new, _parsed = adopt_plan.edited_config(config, old, a.reference, home)
+        raise StalePlanError(f"{a.config_path} kept changing while adopt tried to update it",
+                             differences=(f"agent.toml changed: {a.config_path}",))
+
+    @staticmethod
+    def _swap(directory: str, name: str, old: bytes, new: bytes) -> bool:
+        """Replace ``old`` by ``new``; ``False`` (nothing written) when the live bytes are
+        not ``old``."""
+        dir_fd = fsutil.open_dir(directory)
+        try:
+            live, st = fsutil.read_regular(name, dir_fd=dir_fd)
+            if live != old:
+                return False
+
+            def unchanged() -> None:
+                if fsutil.read_regular(name, dir_fd=dir_fd)[0] != old:
+                    raise _Changed
+                signals.check()
+
+            try:
+                fsutil.atomic_replace(dir_fd, name, new, mode=st.st_mode,
+                                      owner=(st.st_uid, st.st_gid), before_rename=unchanged)
+            except _Changed:
+                return False
+            return True
+        finally:
+            os.close(dir_fd)
+
+    # -- 5: link ----------------------------------------------------------------------
+
+    def link(self, a: Adoption, locks: Locks, environ: Mapping[str, str] | None) -> None:
+        from aikito_mem.api import Project
+        from aikito_mem.executor.execute import execute
+
+        signals.check()
+        with signals.interruptible():
+            plan = Project.load(a.project, a.workspace, environ=environ).plan(
+                a.checkout, register=False)
+        own = next((op for op in plan.operations if op.target == a.target), None)
+        if own is not None and own.action is Action.NOOP:
+            self.steps[Step.LINK] = StepStatus.SKIPPED
+            self.details[Step.LINK] = "already linked"
+            return
+        if own is None or own.action is not Action.CREATE:
+            raise StalePlanError(
+                f"the engine no longer plans to link {a.target}: "
+                + (own.reason if own is not None else "no operation for it"),
+                differences=(f"target {a.target} is no longer a CREATE",))
+        signals.check()
+        try:
+            self.sync = execute(_only(plan, own), locks=locks)
+        except InterruptedError_ as exc:
+            self.sync = exc.result if isinstance(exc.result, SyncResult) else None
+            raise
+        self.steps[Step.LINK] = StepStatus.APPLIED
+
+    # -- undo -------------------------------------------------------------------------
+
+    def undo(self, a: Adoption, exc: AikitoError | OSError, step: Step) -> AdoptFailed:
+        """Step ``step`` failed after the move: restore the memory list and move the
+        content back where possible; the error says where the content is."""
+        self.steps[step] = StepStatus.FAILED
+        result = getattr(exc, "result", None)
+        if isinstance(result, SyncResult):
+            self.sync = result
+        notes: list[str] = []
+        listed = False
+        if self.written is not None:
+            old, new = self.written
+            directory, name = os.path.split(a.config_path)
+            try:
+                if not self._swap(directory, name, new, old):
+                    raise OSError(errno.ESTALE, "it was changed by someone else meanwhile")
+                self.steps[Step.REGISTER] = StepStatus.UNDONE
+                notes.append(f"{a.reference!r} was removed from the memory list again")
+            except (OSError, AikitoError) as undo_exc:
+                listed = True
+                notes.append(f"{a.reference!r} is still in the memory list of "
+                             f"{a.config_path} (restoring it failed: {_cause(undo_exc)})")
+        where = a.destination
+        if a.method is Method.REPLACE:
+            notes.append(f"the identical copy at {a.target} was removed; the content is at "
+                         f"{a.destination}")
+        else:
+            try:
+                treemove.move(a.destination, a.target, signals.check)
+                self.steps[Step.MOVE] = StepStatus.UNDONE
+                self._remove_created()
+                where = a.target
+                notes.append(f"the content was moved back to {a.target}")
+            except (OSError, treemove.OriginalKeptError, AikitoError) as move_exc:
+                notes.append(f"moving it back failed ({_cause(move_exc)}): the content is at "
+                             f"{a.destination}")
+        restored = where == a.target and not listed
+        drift = isinstance(exc, StalePlanError)
+        then = ("nothing changed" if restored else
+                f"add {a.reference!r} to memory if needed and run `aikito sync project "
+                f"{a.project} {a.checkout}`")
+        return AdoptFailed(
+            f"{step.value} failed: {_cause(exc)} — {'; '.join(notes)}; {then}",
+            code=f"{step.value}_failed", content_at=where,
+            exit_code=EXIT_STALE if drift else EXIT_FAILED,
+            outcome=("stale" if drift else "failed") if restored else "partial")
+
+
+def _only(plan: Plan, op: Operation) -> Plan:
+    """The plan with exactly one operation: TARGET's CREATE."""
+    return attrs.evolve(plan, operations=(op,))
+
+
+def adopt(target: str, workspace: str | None = None, *, project: str | None = None,
+          dry_run: bool = False, lock_timeout: float = 30.0,
+          environ: Mapping[str, str] | None = None) -> AdoptReport:
+    """Adopt TARGET (or, with ``dry_run``, check everything and write nothing); never
+    raises :class:`AikitoError` — the report carries the error."""
+    with signals.installed():
+        run = _Run(target, dry_run)
+        try:
+            _sequence(run, target, workspace, project, dry_run, lock_timeout, environ)
+        except AikitoError as exc:
+            return run.report(exc)
+        return run.report(None)
+
+
+def _sequence(run: _Run, target: str, workspace: str | None, project: str | None,
+              dry_run: bool, lock_timeout: float, environ: Mapping[str, str] | None) -> None:
+    from aikito_mem.executor.lock import Locks
+
+    a = run.validate(target, workspace, project, environ)
+    if dry_run:
+        return
+    with Locks() as locks:
+        with signals.interruptible():
+            locks.acquire([a.checkout], lock_timeout)
+        a = run.validate(target, workspace, project, environ)
+        run.move(a)
+        for step in (Step.REGISTER, Step.LINK):
+            try:
+                if step is Step.REGISTER:
+                    run.register(a, environ)
+                else:
+                    run.link(a, locks, environ)
+            except InterruptedError_ as exc:
+                raise InterruptedError_(_interrupted(exc, a, run), signum=exc.signum) from None
+            except (AikitoError, OSError) as exc:
+                failure = run.undo(a, exc, step)
+                signum = signals.received()
+                if signum is not None:  # the signal stopped the undo: say what was left
+                    run.content_at = failure.content_at
+                    raise InterruptedError_(failure.message, signum=signum) from None
+                raise failure from None
+
+
+def _interrupted(exc: InterruptedError_, a: Adoption, run: _Run) -> str:
+    if run.steps[Step.LINK] is StepStatus.APPLIED or (
+            run.sync is not None and Status.APPLIED in run.sync.statuses):
+        run.steps[Step.LINK] = StepStatus.APPLIED
+        return f"{exc.message} — {a.reference} was adopted before the signal arrived"
+    listed = "is" if run.steps[Step.REGISTER] in (StepStatus.APPLIED,
+                                                  StepStatus.SKIPPED) else "is not yet"
+    return (f"{exc.message} — the content is at {a.destination} and {a.reference!r} {listed} "
+            f"in the memory list; to finish, add it if needed and run `aikito sync project "
+            f"{a.project} {a.checkout}`")

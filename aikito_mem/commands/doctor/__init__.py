@@ -1,0 +1,1 @@
+"""``aikito doctor``: health checks, git questions and the one fix it makes."""

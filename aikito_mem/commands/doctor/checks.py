@@ -1,0 +1,477 @@
+"""``aikito doctor``: health checks of the memory substrate, each ok / warning / error.
+
+Doctor writes nothing: directories are checked with ``stat`` and ``os.access`` (never by
+creating a file), and git is asked read-only questions (``rev-parse``, ``check-ignore``)
+with ``GIT_OPTIONAL_LOCKS=0``, each within a time limit (:mod:`aikito_mem.commands.doctor.git`).
+The one exception is ``--fix``: it appends the missing exclude lines to each repository's
+``info/exclude`` (:func:`aikito_mem.commands.doctor.git.apply_fix`).  Unlike the sync
+engine, which never reads a source, doctor reads the contents of ``MEMORY.md`` index
+files: checking an index is its job.  :func:`run` returns a frozen :class:`DoctorReport`;
+:mod:`aikito_mem.render.doctor` turns it into text and into the ``aikito.doctor/1``
+document.
+
+Checks (ids are stable; see docs/commands.md):
+
+- ``workspace.source`` — which source resolved the workspace and that it does not depend on
+  the current directory;
+- ``memory.root`` — ``<ws>/memory`` exists, is a directory, is writable;
+- ``project.config`` — each ``agent.toml`` loads (its warnings are reported too) and its
+  checkout paths can be examined;
+- ``notes.dir`` — each project's notes directory, when it has one, is a writable
+  directory (a project without notes is fine);
+- ``notes.legacy`` — legacy notes next to current ones (a migration hint);
+- ``index.links`` — every Markdown link of each ``MEMORY.md`` resolves, none is listed twice;
+- ``git.ignore`` — git ignores ``.agents/memory/`` and ``.agents/skills/`` in each active
+  checkout that is a work tree (a git that does not answer in time is a warning for that
+  checkout); ``--fix`` appends what is missing to the repository's ``info/exclude``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import attrs
+
+from aikito_mem.commands.doctor import git as doctor_git
+from aikito_mem.commands.doctor.git import ENTRIES, Fix, GitCheckout
+from aikito_mem.errors import (
+    EXIT_CONFLICT,
+    EXIT_OK,
+    AikitoError,
+    ConfigError,
+    InterruptedError_,
+    exit_code_for,
+)
+from aikito_mem.model import Severity
+
+CONTRACT_VERSION = 1
+OK, WARNING, ERROR = Severity.OK, Severity.WARNING, Severity.ERROR
+INDEX_NAME = "MEMORY.md"
+#: Largest index file read (bytes); a bigger one is reported, not read.
+MAX_INDEX_BYTES = 4 << 20
+
+# [title](target) or [title](target "title"); images (![..](..)) match too.
+_LINK = re.compile(
+    r"(!?)\[(?:[^\[\]\\]|\\.)*\]"  # [title], escapes allowed
+    r"\(\s*(<[^<>\n]*>|[^\s()]+)"  # (target or (<target>; no '<' inside: linear scan
+    r"(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)"  # optional "link title", then )
+)
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+_CODE_SPAN = re.compile(r"`[^`\n]*`")
+
+
+@attrs.frozen
+class Check:
+    """One finding of doctor."""
+
+    id: str
+    status: Severity
+    message: str
+    remedy: str | None = None
+    path: str | None = None
+    project: str | None = None
+
+
+@attrs.frozen
+class DoctorReport:
+    """Every check of one ``aikito doctor`` run."""
+
+    workspace: str | None
+    #: How the workspace was found: ``option``, ``AIKITO_DIR``, ``pointer file``, ``default``.
+    workspace_source: str | None
+    strict: bool
+    checks: tuple[Check, ...] = ()
+    #: The error that ended the command (workspace unusable, a signal).
+    error: AikitoError | None = None
+    #: ``--fix`` was given (with ``--dry-run``: the fixes are only planned).
+    fix: bool = False
+    dry_run: bool = False
+    #: The fixes made (or planned), one per exclude file.
+    fixes: tuple[Fix, ...] = ()
+
+    def count(self, status: Severity) -> int:
+        return sum(1 for c in self.checks if c.status is status)
+
+    @property
+    def failed_fixes(self) -> int:
+        return sum(1 for f in self.fixes if f.status == "failed")
+
+    @property
+    def exit_code(self) -> int:
+        """1 with an error (a warning too with ``--strict``) or a fix that failed."""
+        if self.error is not None:
+            return exit_code_for(self.error)
+        failing = self.count(ERROR) + (self.count(WARNING) if self.strict else 0)
+        return EXIT_CONFLICT if failing or self.failed_fixes else EXIT_OK
+
+
+# --------------------------------------------------------------------------------- checks
+
+
+def _workspace_check(ws: Any, environ: Mapping[str, str]) -> Check:
+    from aikito_mem.config.discovery import expand_home, home_directory
+
+    origin = {"option": "the --workspace option", "AIKITO_DIR": "the AIKITO_DIR variable",
+              "pointer file": "the pointer file", "default": "the default ~/aikito"}
+    via = origin.get(ws.found_via, ws.found_via)
+    expanded = expand_home(ws.given, home_directory(environ))
+    if ws.found_via == "option" and not os.path.isabs(expanded):
+        return Check(
+            "workspace.source", WARNING,
+            f"workspace {ws.root} was found from {via} as the relative path {ws.given!r}, "
+            "resolved against the current directory: run from elsewhere, the same command "
+            "names another workspace",
+            remedy=f"pass an absolute path (--workspace {ws.root}) or set AIKITO_DIR={ws.root}",
+            path=ws.root,
+        )
+    return Check(
+        "workspace.source", OK,
+        f"workspace {ws.root} resolved from {via} ({ws.given!r}); it does not depend on the "
+        "current directory",
+        path=ws.root,
+    )
+
+
+def _dir_check(check_id: str, path: str, what: str, *, project: str | None,
+               missing: Severity, missing_remedy: str) -> Check:
+    """Exists, is a directory (a symlink to one is followed), is writable — no write."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return Check(check_id, missing, f"{what} {path} does not exist",
+                     remedy=missing_remedy, path=path, project=project)
+    except OSError as exc:
+        return Check(check_id, ERROR, f"{what} {path} cannot be examined: {exc.strerror}",
+                     remedy="fix the permissions of its parent directories", path=path,
+                     project=project)
+    if not stat.S_ISDIR(st.st_mode):
+        return Check(check_id, ERROR, f"{what} {path} is not a directory",
+                     remedy=f"move {path} out of the way and create a directory there",
+                     path=path, project=project)
+    if not os.access(path, os.W_OK | os.X_OK):
+        return Check(check_id, ERROR,
+                     f"{what} {path} is not writable by this user: agents cannot record "
+                     "memory there", remedy=f"fix its permissions (e.g. chmod u+rwx {path})",
+                     path=path, project=project)
+    return Check(check_id, OK, f"{what} {path} is a writable directory", path=path,
+                 project=project)
+
+
+def _index_files(root: str) -> Iterator[str]:
+    """Every ``MEMORY.md`` below ``root`` (never through a symlinked directory), sorted."""
+    found: list[str] = []
+    stack = [root]  # iterative: os.walk recurses, a deep tree raised RecursionError
+    while stack:
+        directory = stack.pop()
+        try:
+            with os.scandir(directory) as it:
+                entries = list(it)
+        except OSError:  # unreadable or vanished: skipped, as os.walk does
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+            elif entry.name == INDEX_NAME:  # a symlink too: check_index reports it
+                found.append(entry.path)
+    yield from sorted(found)
+
+
+def _link_targets(text: str) -> Iterator[tuple[int, str, bool]]:
+    """``(line number, target, is_image)`` of every local Markdown link, code excluded."""
+    fence: str | None = None
+    for number, line in enumerate(text.splitlines(), 1):
+        match = _FENCE.match(line)
+        if match is not None:
+            if fence is None:
+                fence = match.group(1)
+            elif match.group(1) == fence:
+                fence = None
+            continue
+        if fence is not None:
+            continue
+        for link in _LINK.finditer(_CODE_SPAN.sub("", line)):
+            target = link.group(2)
+            if target.startswith("<") and target.endswith(">"):
+                target = target[1:-1].strip()
+            if not target or target.startswith("#") or _SCHEME.match(target):
+                continue
+            yield number, target, link.group(1) == "!"
+
+
+def check_index(index: str, project: str | None = None) -> list[Check]:
+    """[title](path) links of one ``MEMORY.md``: dangling entries and duplicates."""
+    from urllib.parse import unquote
+
+    try:
+        fd = os.open(index, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        return [Check("index.links", WARNING, f"index {index} cannot be opened: "
+                      f"{exc.strerror}", remedy="make it a readable regular file",
+                      path=index, project=project)]
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return [Check("index.links", WARNING, f"index {index} is not a regular file; "
+                          "not checked", path=index, project=project)]
+        if st.st_size > MAX_INDEX_BYTES:
+            return [Check("index.links", WARNING,
+                          f"index {index} is {st.st_size} bytes, larger than "
+                          f"{MAX_INDEX_BYTES}; not checked",
+                          remedy="split it into smaller indexes", path=index,
+                          project=project)]
+        data = b"".join(iter(lambda: os.read(fd, 1 << 16), b""))
+    finally:
+        os.close(fd)
+    text = data.decode("utf-8", errors="replace")
+    base = os.path.dirname(index)
+    checks: list[Check] = []
+    seen: dict[str, int] = {}
+    total = 0
+    for number, target, image in _link_targets(text):
+        total += 1
+        local = unquote(target.split("#", 1)[0].split("?", 1)[0])
+        if not local:
+            continue
+        resolved = os.path.normpath(local if local.startswith("/") else
+                                    os.path.join(base, local))
+        if not os.path.exists(resolved):
+            checks.append(Check(
+                "index.links", ERROR,
+                f"{index}:{number}: entry ({target}) points to {resolved}, which does not "
+                "exist", remedy=f"fix or remove that entry of {index}", path=index,
+                project=project))
+        if image:
+            continue
+        first = seen.get(resolved)
+        if first is not None:
+            checks.append(Check(
+                "index.links", WARNING,
+                f"{index}:{number}: {resolved} is listed twice (first on line {first})",
+                remedy=f"remove one of the two entries of {index}", path=index,
+                project=project))
+        else:
+            seen[resolved] = number
+    if not checks:
+        checks.append(Check("index.links", OK,
+                            f"index {index}: {total} link{'s' * (total != 1)}, all resolve, "
+                            "none listed twice", path=index, project=project))
+    return checks
+
+
+def check_git_ignore(checkout: str, project: str, label: str
+                     ) -> tuple[Check | None, GitCheckout | None]:
+    """The ``git.ignore`` check of ``checkout`` (``None`` outside git) and what git said
+    about it.  A git that is missing, cannot run or does not answer within
+    :data:`aikito_mem.commands.doctor.git.GIT_TIMEOUT` is a finding for this checkout, never the
+    end of doctor."""
+    where = f"checkout {label} ({checkout})"
+    try:
+        state = doctor_git.inspect(checkout, project, label)
+    except FileNotFoundError:
+        return Check("git.ignore", OK, f"{where}: git is not installed; not checked",
+                     path=checkout, project=project), None
+    except subprocess.TimeoutExpired as exc:
+        question = " ".join(str(a) for a in exc.cmd[5:]) if isinstance(exc.cmd, list) else ""
+        return Check("git.ignore", WARNING,
+                     f"{where}: git did not answer within {doctor_git.GIT_TIMEOUT:g} s "
+                     f"(git {question}); not checked",
+                     remedy=f"check that git works there: git -C '{checkout}' status",
+                     path=checkout, project=project), None
+    except doctor_git.GitFailed as exc:
+        return Check("git.ignore", WARNING, f"{where}: git check-ignore failed ({exc})",
+                     path=checkout, project=project), None
+    except OSError as exc:
+        return Check("git.ignore", WARNING, f"{where}: git could not be run ({exc})",
+                     path=checkout, project=project), None
+    if state is None:
+        return None, None
+    return git_check(state), state
+
+
+def git_check(state: GitCheckout) -> Check:
+    """The ``git.ignore`` check of one checkout git answered about."""
+    where, project = state.where, state.project
+    if not state.missing:
+        return Check("git.ignore", OK, f"{where}: git ignores {' and '.join(ENTRIES)}",
+                     path=state.checkout, project=project)
+    missing = " and ".join(state.missing)
+    if state.overridden:
+        listed = " and ".join(state.overridden)
+        return Check(
+            "git.ignore", WARNING,
+            f"{where}: git does not ignore {missing}, although {state.exclude} lists "
+            f"{listed}: a rule of a .gitignore file re-includes it",
+            remedy=f"remove the '!' rule that re-includes {listed} from the checkout's "
+            ".gitignore files", path=state.exclude, project=project)
+    lines = "\\n".join(state.missing)
+    return Check(
+        "git.ignore", WARNING,
+        f"{where}: git does not ignore {missing} — the links there (absolute paths of "
+        "this machine) show up in git status and can be committed",
+        remedy=f"aikito doctor --fix (appends {missing} to {state.exclude}), or: "
+        f"printf '{lines}\\n' >> '{state.exclude}'",
+        path=state.exclude, project=project)
+
+
+def _notes_checks(ws_root: str, name: str) -> list[Check]:
+    """The project's notes directory, when it has one.  A project without notes (nothing
+    at the notes location of [S2]) is fine: an ``ok`` check, shown with ``-v``."""
+    from aikito_mem.world.resources import notes_sources
+
+    current, legacy = notes_sources(ws_root, name)
+    project_memory = f"{ws_root}/projects/{name}/memory"
+    pm_exists = os.path.lexists(project_memory)
+    checks: list[Check] = []
+    chosen = current if pm_exists else legacy
+    remedy = f"mkdir -p {current}"
+    if not os.path.lexists(chosen):
+        legacy_too = "" if pm_exists else f" (nor at the legacy {legacy})"
+        checks.append(Check("notes.dir", OK,
+                            f"project {name} has no notes at {current}{legacy_too}; to give "
+                            f"it some: {remedy}", path=current, project=name))
+    else:
+        checks.append(_dir_check("notes.dir", chosen, f"project {name} notes directory",
+                                 project=name, missing=WARNING, missing_remedy=remedy))
+    if pm_exists and os.path.lexists(legacy):
+        checks.append(Check(
+            "notes.legacy", WARNING,
+            f"project {name} has legacy notes at {legacy} next to {project_memory}: they are "
+            f"ignored, only {current} is linked",
+            remedy=f"move what you need from {legacy} into {current}, then remove {legacy}",
+            path=legacy, project=name))
+    elif not pm_exists and os.path.lexists(legacy):
+        checks.append(Check(
+            "notes.legacy", OK,
+            f"project {name} keeps its notes at the legacy location {legacy} (still "
+            "supported)", remedy=f"to migrate: mkdir -p {os.path.dirname(current)} && "
+            f"mv {legacy} {current}", path=legacy, project=name))
+    return checks
+
+
+# ---------------------------------------------------------------------------------- run
+
+#: One checkout's ``git.ignore`` check and what git said about it (``None``: no answer).
+GitEntry = tuple[Check, GitCheckout | None]
+
+
+def _project_checks(config: Any, ws_root: str, observer: Any,
+                    indexes: dict[str, str | None]) -> tuple[list[Check], list[GitEntry]]:
+    """The checks of one loaded project, and its git checks (listed last)."""
+    from aikito_mem.model import CheckoutState
+    from aikito_mem.world import checkouts as _checkouts
+
+    name = config.name
+    checks: list[Check] = []
+    git_checks: list[GitEntry] = []
+    try:
+        slots = _checkouts.slots(config, observer)
+    except (OSError, ValueError) as exc:  # a path the system refuses (NUL byte, …)
+        slots = ()
+        checks.append(Check("project.config", ERROR,
+                            f"{name}: the checkout paths of {config.config_path} cannot be "
+                            f"examined: {exc}", remedy="fix the paths in agent.toml",
+                            path=config.config_path, project=name))
+    warnings = [f for f in config.findings if f.severity == WARNING]
+    for f in warnings:
+        checks.append(Check("project.config", WARNING, f"{name}: {f.message}",
+                            path=f.path or config.config_path, project=name))
+    if not warnings and not checks:
+        checks.append(Check("project.config", OK, f"{config.config_path} is valid",
+                            path=config.config_path, project=name))
+    checks.extend(_notes_checks(ws_root, name))
+    current = f"{ws_root}/projects/{name}/memory/notes"
+    if os.path.isdir(current) and not os.path.islink(current):
+        for index in _index_files(current):
+            indexes.setdefault(index, name)
+    for slot in slots:
+        if slot.state is not CheckoutState.ACTIVE:
+            continue
+        found, state = check_git_ignore(slot.path, name, slot.label)
+        if found is not None:
+            git_checks.append((found, state))
+    return checks, git_checks
+
+
+def _fix(git_checks: list[GitEntry], *, dry_run: bool
+         ) -> tuple[list[GitEntry], tuple[Fix, ...]]:
+    """``--fix``: the exclude lines each repository misses, appended (or only planned);
+    the checkouts whose exclude file was written are asked again."""
+    fixes = doctor_git.plan_fixes(state for _, state in git_checks if state is not None)
+    if dry_run or not fixes:
+        return git_checks, fixes
+    fixes = tuple(doctor_git.apply_fix(f) for f in fixes)
+    written = {f.path for f in fixes if f.status == "applied"}
+    again: list[GitEntry] = []
+    for check, state in git_checks:
+        if state is not None and state.exclude in written:
+            found, state = check_git_ignore(state.checkout, state.project, state.label)
+            if found is not None:
+                again.append((found, state))
+            continue
+        again.append((check, state))
+    return again, fixes
+
+
+def run(workspace: str | None, *, strict: bool = False, fix: bool = False,
+        dry_run: bool = False, environ: Mapping[str, str] | None = None) -> DoctorReport:
+    """Every check of the workspace (``None``: discovery).  Writes nothing — except, with
+    ``fix`` and without ``dry_run``, the exclude lines of :mod:`aikito_mem.commands.doctor.git`;
+    the checks then describe the fixed state."""
+    from aikito_mem.config.discovery import resolve_workspace
+    from aikito_mem.config.projects import list_projects, load_project_config
+    from aikito_mem.world.observe import Observer
+
+    env = os.environ if environ is None else environ
+    try:
+        ws = resolve_workspace(workspace, environ=environ)
+        names = list_projects(ws.root)
+    except ConfigError as exc:
+        return DoctorReport(None, None, strict,
+                            (Check("workspace.source", ERROR, exc.message, path=exc.path),),
+                            error=exc, fix=fix, dry_run=dry_run)
+    checks: list[Check] = [_workspace_check(ws, env)]
+    memory_root = f"{ws.root}/memory"
+    configs = []
+    for name in names:
+        try:
+            configs.append(load_project_config(ws.root, name, environ=environ))
+        except InterruptedError_:
+            raise
+        except AikitoError as exc:
+            checks.append(Check("project.config", ERROR, exc.message,
+                                remedy="fix agent.toml as the message says", path=exc.path,
+                                project=name))
+    uses_memory = any(c.memory for c in configs)
+    checks.append(_dir_check(
+        "memory.root", memory_root, "workspace memory root", project=None,
+        missing=ERROR if uses_memory else WARNING,
+        missing_remedy=f"mkdir {memory_root}"))
+
+    indexes: dict[str, str | None] = {}
+    if os.path.isdir(memory_root) and not os.path.islink(memory_root):
+        for index in _index_files(memory_root):
+            indexes[index] = None
+    observer = Observer()
+    git_checks: list[GitEntry] = []
+    for config in configs:
+        own, git = _project_checks(config, ws.root, observer, indexes)
+        checks.extend(own)
+        git_checks.extend(git)
+    for index, project in sorted(indexes.items()):
+        checks.extend(check_index(index, project))
+    from aikito_mem.commands.doctor.segments import conflict_marker_checks, shared_checkout_checks
+
+    checks.extend(conflict_marker_checks(configs, ws.root))
+    checks.extend(shared_checkout_checks(configs, observer))
+    fixes: tuple[Fix, ...] = ()
+    if fix:
+        git_checks, fixes = _fix(git_checks, dry_run=dry_run)
+    checks.extend(check for check, _ in git_checks)
+    return DoctorReport(ws.root, ws.found_via, strict, tuple(checks), fix=fix,
+                        dry_run=dry_run, fixes=fixes)

@@ -1,0 +1,1 @@
+"""``aikito init``: a workspace, or a project in one, never overwriting anything."""

@@ -1,0 +1,254 @@
+"""Paths for ``aikito init``: where the workspace goes, which parents exist, how a checkout
+is registered, and where the pointer file of [W1] is written.
+
+Pure observation (``lstat``/``stat``/``realpath``/``access`` and one small read of an
+existing pointer file): nothing here writes.  :mod:`aikito_mem.commands.init.run` turns the results
+into steps and writes them.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+from collections.abc import Mapping
+
+from aikito_mem import fsutil
+from aikito_mem.config.discovery import DEFAULT_WORKSPACE, expand_home, pointer_path
+from aikito_mem.errors import ConfigError
+from aikito_mem.model import Finding
+
+__all__ = [
+    "PointerStep",
+    "check_path_text",
+    "checkout_registration",
+    "pointer_plan",
+    "split_existing",
+    "workspace_target",
+]
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_POINTER_LIMIT = 64 * 1024
+
+#: ``(anchor, parts, role, exists, data)`` of one pointer-file step.
+PointerStep = tuple[str, tuple[str, ...], str, bool, bytes]
+
+
+def check_path_text(path: str, what: str) -> None:
+    """A path with a control character, or not valid UTF-8, is a ``ConfigError`` ([C6]).
+
+    Such a path cannot be written in the pointer file (one line of UTF-8) or read back
+    reliably from TOML.
+    """
+    control = _CONTROL.search(path)
+    if control is not None:
+        why = f"contains the control character U+{ord(control.group()):04X}"
+    else:
+        try:
+            path.encode("utf-8")
+            return
+        except UnicodeEncodeError:
+            why = "is not valid UTF-8"
+    raise ConfigError(
+        f"{what} {path!r} {why}; expected a path of printable UTF-8 characters — "
+        "rename it or choose another; nothing was written",
+        code="config.init_path", path=path,
+    )
+
+
+def _cwd() -> str:
+    try:
+        return os.getcwd()
+    except OSError:
+        raise ConfigError(
+            "the current directory no longer exists, so a relative path cannot be "
+            "resolved; expected an existing current directory — cd somewhere and run "
+            "the command again, or pass an absolute path",
+            code="config.cwd_missing",
+        ) from None
+
+
+def workspace_target(
+    path: str | None, env: Mapping[str, str], home: str | None
+) -> tuple[str, str]:
+    """``(found_via, absolute path)`` of the workspace ``aikito init`` creates.
+
+    ``path`` (a CLI path: relative to the current directory), else ``AIKITO_DIR``, else
+    ``~/aikito`` — where discovery ([W1]) would look, the pointer file aside (``init``
+    writes it).
+    """
+    if path is not None:
+        found_via, given = "argument", path
+    elif env.get("AIKITO_DIR", ""):
+        found_via, given = "AIKITO_DIR", env["AIKITO_DIR"]
+    else:
+        found_via, given = "default", DEFAULT_WORKSPACE
+    expanded = expand_home(given, home)
+    if not os.path.isabs(expanded):
+        if found_via == "argument" and expanded and not expanded.startswith("~"):
+            expanded = os.path.join(_cwd(), expanded)
+        else:
+            origin = {"argument": "the PATH argument", "AIKITO_DIR": "AIKITO_DIR",
+                      "default": "the default ~/aikito"}[found_via]
+            raise ConfigError(
+                f"workspace {given!r} ({origin}) is not an absolute path (empty, relative, "
+                "'~user', or '~' without HOME set); expected an absolute directory path — "
+                "pass PATH as an absolute path",
+                code="config.workspace_not_absolute", path=given,
+            )
+    check_path_text(expanded, "workspace path")
+    return found_via, expanded
+
+
+def split_existing(path: str) -> tuple[str, tuple[str, ...]]:
+    """``(physical existing ancestor, missing components)`` of the absolute ``path``.
+
+    Empty and ``.`` components are dropped; a ``..`` is left to the kernel while it
+    follows an existing directory, and refused after a missing one (there is nothing to
+    resolve it against).  The existing part must be a directory (a symlink to one is
+    followed: ``realpath``).
+    """
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    existing = len(parts)
+    while existing > 0 and not os.path.lexists("/" + "/".join(parts[:existing])):
+        existing -= 1
+    missing = tuple(parts[existing:])
+    if ".." in missing:
+        raise ConfigError(
+            f"{path} has a '..' after a directory that does not exist; expected a path "
+            "whose missing directories are named plainly — spell it without '..'",
+            code="config.init_path", path=path,
+        )
+    base = "/" + "/".join(parts[:existing])
+    try:
+        st = os.stat(base)
+    except OSError:
+        st = None
+    if st is None or not stat.S_ISDIR(st.st_mode):
+        found = "a dangling symlink" if st is None else fsutil.describe_mode(st.st_mode)
+        raise ConfigError(
+            f"{base} is {found}; expected a directory to create {path} in — move it "
+            "away or choose another path; nothing was written",
+            code="config.init_wrong_type", path=base,
+        )
+    return os.path.realpath(base), missing
+
+
+def checkout_registration(checkout: str, home: str | None) -> tuple[str, str]:
+    """``(absolute path, registered spelling)`` of an ``init project`` checkout ([K4]).
+
+    The same as ``aikito sync project NAME PATH`` registers: the path as the kernel
+    reaches it (:func:`aikito_mem.world.checkouts.given_path`: relative to the current directory,
+    a ``..`` resolved physically), written ``~/…`` when under the home directory, else
+    absolute (:func:`aikito_mem.config.edit.registered_form`).  It must be an existing
+    directory: a checkout is never created.
+    """
+    from aikito_mem.config.edit import registered_form
+    from aikito_mem.world.checkouts import given_path
+
+    check_path_text(checkout, "checkout path")
+    expanded = expand_home(checkout, home)
+    if expanded.startswith("~") or not expanded:
+        raise ConfigError(
+            f"checkout path {checkout!r} cannot be used ('~user', '~' without HOME set, or "
+            "empty); expected the path of an existing directory — pass an absolute path",
+            code="config.checkout_path", path=checkout,
+        )
+    given = given_path(expanded)
+    try:
+        st: os.stat_result | None = os.stat(given)
+    except OSError:
+        st = None
+    if st is None or not stat.S_ISDIR(st.st_mode):
+        found = "does not exist" if st is None else f"is {fsutil.describe_mode(st.st_mode)}"
+        raise ConfigError(
+            f"checkout {given} {found}; expected an existing directory (aikito never "
+            "creates a checkout) — clone or create it first, or pass the right path",
+            code="config.checkout_path", path=given,
+        )
+    return given, registered_form(given, home)
+
+
+# --------------------------------------------------------------------------- pointer
+
+
+def _warn(findings: list[Finding], message: str, path: str | None) -> None:
+    findings.append(Finding("init.pointer", "warning", message, path))
+
+
+def _pointer_names(pointer: str, home: str | None) -> tuple[str | None, str | None]:
+    """``(path named, problem)`` of an existing pointer file."""
+    try:
+        data, _ = fsutil.read_regular(pointer, follow=True, limit=_POINTER_LIMIT)
+        line = data.decode("utf-8").removeprefix("\ufeff").split("\n", 1)[0].strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or "not valid UTF-8"
+        return None, reason
+    return (expand_home(line, home) if line else None), None
+
+
+def pointer_plan(
+    root: str, env: Mapping[str, str], home: str | None, findings: list[Finding]
+) -> tuple[str | None, list[PointerStep]]:
+    """The pointer file of [W1] and the steps to write it when none exists.
+
+    Every problem on the way (no home directory, a symlinked or non-directory
+    ``aikito/`` config directory, a directory that cannot be written) leaves the pointer
+    unwritten with a warning finding: the workspace is still usable with ``AIKITO_DIR``.
+    An existing pointer file is never changed; a warning says when it names another
+    workspace.
+    """
+    remedy = f"set AIKITO_DIR={root} or pass --workspace {root}"
+    other = env.get("AIKITO_DIR", "")
+    if other:
+        env_named = expand_home(other, home)
+        if not os.path.isabs(env_named) or os.path.realpath(env_named) != root:
+            _warn(findings, f"AIKITO_DIR is set to {other!r}, which commands use before "
+                  "the pointer file: they will not find this workspace by default — "
+                  f"unset AIKITO_DIR or set it to {root}", None)
+    pointer = pointer_path(env)
+    if pointer is None:
+        _warn(findings, f"no home directory is known, so no pointer file was written — "
+              f"{remedy}", None)
+        return None, []
+    config_dir = os.path.dirname(pointer)
+    if os.path.lexists(pointer):
+        named, problem = _pointer_names(pointer, home)
+        if problem is not None:
+            _warn(findings, f"pointer file {pointer} exists but cannot be read ({problem}); "
+                  f"left as it is — fix it, or {remedy}", pointer)
+        elif named is None or not os.path.isabs(named) or os.path.realpath(named) != root:
+            _warn(findings, f"pointer file {pointer} names {named!r}, another workspace; "
+                  f"left as it is — edit it to make this workspace the default, or {remedy}",
+                  pointer)
+        return pointer, [(config_dir, (os.path.basename(pointer),), "pointer", True, b"")]
+    if home is not None and not os.path.isdir(home):
+        _warn(findings, f"the home directory {home} does not exist, so no pointer file was "
+              f"written — {remedy}", pointer)
+        return pointer, []
+    try:
+        st: os.stat_result | None = os.lstat(config_dir)
+    except OSError:
+        st = None
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        _warn(findings, f"{config_dir} is {fsutil.describe_mode(st.st_mode)}, not a "
+              f"directory, so no pointer file was written (never through a symlink) — "
+              f"{remedy}", pointer)
+        return pointer, []
+    try:
+        anchor, missing = split_existing(config_dir)
+    except ConfigError as exc:
+        _warn(findings, f"no pointer file was written: {exc.message.split(';')[0]} — "
+              f"{remedy}", pointer)
+        return pointer, []
+    if not os.access(anchor, os.W_OK | os.X_OK, effective_ids=True):
+        _warn(findings, f"cannot write in {anchor} ({os.strerror(errno.EACCES)}), so no "
+              f"pointer file was written — {remedy}", pointer)
+        return pointer, []
+    steps: list[PointerStep] = [
+        (anchor, missing[: i + 1], "config_dir", False, b"") for i in range(len(missing))
+    ]
+    steps.append((anchor, (*missing, os.path.basename(pointer)), "pointer", False,
+                  (root + "\n").encode("utf-8")))
+    return pointer, steps

@@ -1,0 +1,300 @@
+"""The agent registry ([G3]): ``<ws>/agents/<agent>.toml`` → project instruction targets.
+
+Each regular file ``agents/<agent>.toml`` names the agent ``<agent>`` (its stem).  This
+engine reads two keys of the table ``[agents.<agent>]`` — ``project_instruction_path`` (a
+clean relative path inside the checkout, [C3]) and the ``detect`` table of [G4] — and
+ignores every other key and sub-table (``display_name``, ``instruction_path``,
+``skills_path``, ``runner``, ``mcp``, ``subagents``, …), so the reference tool's registry
+files are accepted as they are.  Agents with the same target path form one target.
+
+Without an ``agents/`` directory the one target is ``AGENTS.md``, for any agent; an empty
+``agents/`` directory means no targets.
+
+:func:`parse_agent_file` and :func:`build_registry` are pure; :func:`load_registry` reads
+the directory (``scandir`` + :func:`aikito_mem.fsutil.read_regular`); :func:`detected` is
+the one observation detection makes (``PATH`` look-ups and ``stat`` under the home
+directory).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+from collections.abc import Iterable, Mapping, Sequence
+
+from attrs import frozen
+
+from aikito_mem.errors import ConfigError
+
+#: The stem of a registry file: lower-case letters, digits, ``.``, ``_``, ``-``, starting
+#: with a letter or digit ([G3]).
+AGENT_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*\Z")
+#: The default target when the workspace has no ``agents/`` directory.
+DEFAULT_TARGET = "AGENTS.md"
+#: Instruction targets may not be, or be inside, these ([G3]).
+_RESERVED = (".agents", ".git")
+_KNOWN = ("project_instruction_path", "detect")
+
+
+@frozen
+class Detect:
+    """``[agents.<a>.detect]``: bare command names looked up on ``PATH``, and clean
+    relative paths looked up under the home directory ([G4])."""
+
+    commands: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+
+
+@frozen
+class AgentEntry:
+    """One registry file, as far as this engine reads it."""
+
+    name: str
+    #: Absolute path of the registry file.
+    file: str
+    #: ``project_instruction_path``, or ``None`` (no project target).
+    instruction_path: str | None = None
+    #: ``None`` when the file has no ``detect`` table (never detected).
+    detect: Detect | None = None
+
+
+@frozen
+class InstructionTarget:
+    """One instruction target (relative to the checkout root) and the agents that use it."""
+
+    path: str
+    #: Agent names, sorted; empty for the default target of a workspace without agents/.
+    agents: tuple[str, ...] = ()
+
+
+@frozen
+class Registry:
+    #: Whether ``<ws>/agents`` exists (as a directory).
+    present: bool
+    agents: tuple[AgentEntry, ...] = ()
+    targets: tuple[InstructionTarget, ...] = ()
+
+    def agent(self, name: str) -> AgentEntry | None:
+        for entry in self.agents:
+            if entry.name == name:
+                return entry
+        return None
+
+    def targets_for(self, agent: str) -> tuple[InstructionTarget, ...]:
+        """The targets ``agent`` uses ([A3]); every target when there is no registry."""
+        if not self.present:
+            return self.targets
+        return tuple(t for t in self.targets if agent in t.agents)
+
+
+#: The registry of a workspace without ``agents/``.
+NO_REGISTRY = Registry(False, (), (InstructionTarget(DEFAULT_TARGET, ()),))
+
+
+def _error(file: str, key: str, problem: str, remedy: str) -> ConfigError:
+    return ConfigError(
+        f"{file}: {key} {problem} — {remedy}", code="config.registry", path=file
+    )
+
+
+def _type_name(value: object) -> str:
+    names = {str: "a string", bool: "a boolean", int: "an integer", float: "a float",
+             list: "an array", dict: "a table"}
+    return names.get(type(value), f"a {type(value).__name__}")
+
+
+def _clean_path(value: object, file: str, key: str) -> str:
+    from aikito_mem.config.names import reference_problem
+
+    if not isinstance(value, str):
+        raise _error(file, key, f"is {_type_name(value)}; expected a string",
+                     "write a relative path such as \"AGENTS.md\" or \".claude/CLAUDE.md\"")
+    problem = reference_problem(value)
+    if problem is not None:
+        raise _error(file, key, f"{value!r} {problem}",
+                     "write a clean relative path inside the checkout")
+    return value
+
+
+def _string_list(value: object, file: str, key: str) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise _error(file, key, f"is {_type_name(value)}; expected an array of strings",
+                     f"write {key.rpartition('.')[2]} = [\"...\"]")
+    for index, item in enumerate(value):
+        if not isinstance(item, str) or not item:
+            found = "an empty string" if item == "" else _type_name(item)
+            raise _error(file, f"{key}[{index}]", f"is {found}; expected a non-empty string",
+                         "fix or remove that element")
+    return tuple(value)
+
+
+def _parse_detect(value: object, file: str, agent: str) -> Detect:
+    key = f"agents.{agent}.detect"
+    if not isinstance(value, dict):
+        raise _error(file, key, f"is {_type_name(value)}; expected a table",
+                     f"write [agents.{agent}.detect] with commands = [...] and paths = [...]")
+    commands = _string_list(value.get("commands", []), file, f"{key}.commands")
+    for index, command in enumerate(commands):
+        if "/" in command or command in (".", "..") or any(
+            ord(ch) < 0x20 or ord(ch) == 0x7F for ch in command
+        ):
+            raise _error(file, f"{key}.commands[{index}]",
+                         f"{command!r} is not a bare command name",
+                         "write the name of an executable found on PATH, e.g. \"claude\"")
+    paths = _string_list(value.get("paths", []), file, f"{key}.paths")
+    for index, path in enumerate(paths):
+        _clean_path(path, file, f"{key}.paths[{index}]")
+    return Detect(commands, paths)
+
+
+def parse_agent_file(name: str, data: bytes, file: str) -> AgentEntry:
+    """One registry file's bytes → :class:`AgentEntry` ([G3]).  Pure."""
+    from aikito_mem.config.agent_toml import toml_document
+
+    if AGENT_NAME.match(name) is None:
+        raise _error(file, "the file name", f"gives the agent name {name!r}, which is not valid",
+                     "name registry files <agent>.toml with lower-case letters, digits, "
+                     "'.', '_' or '-', starting with a letter or digit")
+    doc = toml_document(data, file)
+    for key in _KNOWN:
+        if key in doc:
+            raise _error(file, key, f"is written outside [agents.{name}]",
+                         f"move it into the table [agents.{name}] (misplaced, it would "
+                         "silently mean no target)")
+    agents = doc.get("agents")
+    if agents is None:
+        return AgentEntry(name, file)
+    if not isinstance(agents, dict):
+        raise _error(file, "agents", f"is {_type_name(agents)}; expected a table",
+                     f"write [agents.{name}]")
+    for other in agents:
+        if other != name:
+            raise _error(file, f"agents.{other}",
+                         f"is a table for agent {other!r} in the registry file of {name!r}",
+                         f"move it to agents/{other}.toml (one agent per file)")
+    table = agents.get(name)
+    if table is None:
+        return AgentEntry(name, file)
+    if not isinstance(table, dict):
+        raise _error(file, f"agents.{name}", f"is {_type_name(table)}; expected a table",
+                     f"write [agents.{name}]")
+    path: str | None = None
+    if "project_instruction_path" in table:
+        path = _clean_path(table["project_instruction_path"], file,
+                           f"agents.{name}.project_instruction_path")
+    detect = _parse_detect(table["detect"], file, name) if "detect" in table else None
+    return AgentEntry(name, file, path, detect)
+
+
+def _reserved(path: str) -> str | None:
+    first = path.split("/", 1)[0].casefold()
+    for reserved in _RESERVED:
+        if first == reserved:
+            return reserved
+    return None
+
+
+def build_registry(entries: Iterable[AgentEntry]) -> Registry:
+    """Group agents by target path and check the targets ([G3]).  Pure."""
+    agents = tuple(sorted(entries, key=lambda e: e.name))
+    by_path: dict[str, list[AgentEntry]] = {}
+    for entry in agents:
+        if entry.instruction_path is None:
+            continue
+        reserved = _reserved(entry.instruction_path)
+        if reserved is not None:
+            raise _error(entry.file, f"agents.{entry.name}.project_instruction_path",
+                         f"{entry.instruction_path!r} is inside {reserved}",
+                         f"choose a path outside {reserved}/ (aikito owns .agents; git owns "
+                         ".git)")
+        by_path.setdefault(entry.instruction_path, []).append(entry)
+    paths = sorted(by_path)
+    for path in paths:
+        for other in paths:
+            if other != path and other.startswith(path + "/"):
+                inner = by_path[other][0]
+                raise _error(inner.file, f"agents.{inner.name}.project_instruction_path",
+                             f"{other!r} is inside the instruction target {path!r} of "
+                             f"agent {by_path[path][0].name!r}",
+                             "choose paths that are not inside one another")
+    targets = tuple(
+        InstructionTarget(path, tuple(e.name for e in by_path[path])) for path in paths
+    )
+    return Registry(True, agents, targets)
+
+
+def load_registry(workspace: str) -> Registry:
+    """Read ``<workspace>/agents`` ([G3]): every ``*.toml`` in it must be a regular file."""
+    from aikito_mem import fsutil
+
+    directory = f"{workspace}/agents"
+    try:
+        st = os.lstat(directory)
+    except FileNotFoundError:
+        return NO_REGISTRY
+    except OSError as exc:
+        raise _error(directory, "the agents directory",
+                     f"cannot be examined ({exc.strerror})", "fix its permissions") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise _error(directory, "the agents directory",
+                     f"is {fsutil.describe_mode(st.st_mode)}; expected a real directory",
+                     "make agents/ a directory of <agent>.toml files, or remove it")
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError as exc:
+        raise _error(directory, "the agents directory", f"cannot be listed ({exc.strerror})",
+                     "fix its permissions") from None
+    entries: list[AgentEntry] = []
+    for entry in names:
+        if not entry.endswith(".toml") or entry.startswith("."):
+            continue
+        file = f"{directory}/{entry}"
+        try:
+            data, _ = fsutil.read_regular(file, limit=1 << 20)
+        except fsutil.NotRegularFileError as exc:
+            raise _error(file, "the registry file",
+                         f"is {fsutil.describe_mode(exc.st.st_mode)}; expected a regular file",
+                         "replace it with a regular file or remove it") from None
+        except OSError as exc:
+            found = "a symlink" if exc.errno == errno.ELOOP else f"unreadable ({exc.strerror})"
+            raise _error(file, "the registry file", f"is {found}; expected a regular file",
+                         "replace it with a regular file (aikito never follows a symlinked "
+                         "registry file) or remove it") from None
+        entries.append(parse_agent_file(entry[: -len(".toml")], data, file))
+    return build_registry(entries)
+
+
+def detected(detect: Detect | None, environ: Mapping[str, str], home: str | None) -> bool:
+    """Whether an agent is detected on this machine ([G4]): a ``commands`` entry found as
+    an executable regular file on ``PATH`` (absolute entries only), or a ``paths`` entry
+    existing under ``home``.  No ``detect`` table: not detected."""
+    if detect is None:
+        return False
+    dirs = [d for d in environ.get("PATH", "").split(os.pathsep) if d.startswith("/")]
+    for command in detect.commands:
+        for d in dirs:
+            candidate = f"{d}/{command}"
+            try:
+                st = os.stat(candidate)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and os.access(candidate, os.X_OK):
+                return True
+    if home:
+        for path in detect.paths:
+            if os.path.exists(f"{home}/{path}"):
+                return True
+    return False
+
+
+def detection(
+    registry: Registry, environ: Mapping[str, str], home: str | None
+) -> dict[str, bool]:
+    """Agent name → detected, for every agent of the registry."""
+    return {e.name: detected(e.detect, environ, home) for e in registry.agents}
+
+
+def agents_of(targets: Sequence[InstructionTarget]) -> tuple[str, ...]:
+    return tuple(sorted({a for t in targets for a in t.agents}))

@@ -1,0 +1,503 @@
+"""The executor: the only room that writes ([E1]–[E6]).
+
+Sequence: refuse a blocked plan → take the per-checkout locks (:mod:`aikito_mem.executor.lock`,
+unless the caller already holds them) → re-check every recorded observation
+(:mod:`aikito_mem.executor.verify`) → register the checkout (compare-and-swap) → per checkout:
+unlinks and pruning, directory creation, links.
+
+Every write goes through a directory descriptor opened with ``O_NOFOLLOW`` from the
+checkout root's descriptor, is preceded by its own just-in-time check, and uses only
+no-clobber primitives (``symlinkat`` fails on an existing entry; ``unlinkat`` is preceded by
+a ``readlinkat`` proving ownership; ``rmdir`` refuses a non-empty directory).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+from collections.abc import Callable, Iterable
+
+from aikito_mem import signals
+from aikito_mem.errors import (
+    ConflictError,
+    ExecutionError,
+    InterruptedError_,
+    StalePlanError,
+)
+from aikito_mem.executor.lock import (
+    _DIR_FLAGS,
+    DEFAULT_TIMEOUT,
+    Locks,
+    check_timeout,
+    lock_fd,
+    open_root,
+)
+from aikito_mem.executor.verify import _by_checkout, verify
+from aikito_mem.model import (
+    SEGMENT_ORDER,
+    Action,
+    CheckoutPlan,
+    CheckoutState,
+    Kind,
+    Observed,
+    Operation,
+    Plan,
+    Segment,
+    SegmentName,
+    Status,
+    SyncResult,
+)
+from aikito_mem.world import observe
+
+__all__ = ["Locks", "execute", "lock_fd", "open_root", "planned_result", "refused", "verify"]
+
+#: Test seam (races, faults, signals): called as ``hook(op)`` just before each write syscall.
+before_write: Callable[[Operation], None] | None = None
+
+
+class _Drift(Exception):
+    """A just-in-time check found the world changed: stop, exit 3."""
+
+
+# -- writes ([E4], [E5]) -----------------------------------------------------------------
+
+
+class _Writer:
+    """Writes one checkout through ``O_NOFOLLOW`` directory descriptors."""
+
+    def __init__(self, co: CheckoutPlan, root_fd: int) -> None:
+        self.co = co
+        self.root_fd = root_fd
+        self.fds: dict[str, int] = {}
+        #: (dev, ino) of each held descriptor, by descriptor.
+        self.ids: dict[int, tuple[int, int]] = {}
+        self.recorded = dict(co.dirs)
+        #: Entries this run removed (so a directory may be created in their place).
+        self.removed: set[str] = set()
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds.clear()
+        self.ids.clear()
+
+    def dir_fd(self, rel: str, *, create: bool) -> int:
+        """Descriptor of directory ``rel`` (relative to the checkout root), opened one level
+        at a time from the nearest held ancestor (no recursion, no path longer than one
+        name: a tree deeper than ``PATH_MAX`` is written like any other)."""
+        if not rel:
+            return self.root_fd
+        fd = self.fds.get(rel)
+        if fd is not None:
+            return fd
+        chain: list[str] = []
+        cur = rel
+        while cur and cur not in self.fds:
+            chain.append(cur)
+            cur = cur.rpartition("/")[0]
+        pfd = self.fds[cur] if cur else self.root_fd
+        for sub in reversed(chain):
+            pfd = self._open(pfd, sub, create=create)
+        return pfd
+
+    def _open(self, pfd: int, rel: str, *, create: bool) -> int:
+        """Open (creating it when planned) the directory ``rel`` inside ``pfd``."""
+        name = rel.rpartition("/")[2]
+        try:
+            fd = os.open(name, _DIR_FLAGS, dir_fd=pfd)
+        except FileNotFoundError:
+            was = self.recorded.get(rel, Observed(Kind.ABSENT))
+            if not create or (was.exists and rel not in self.removed):
+                raise _Drift(f"{self.co.path}/{rel} vanished") from None
+            try:
+                os.mkdir(name, dir_fd=pfd)
+            except FileExistsError:
+                raise _Drift(f"{self.co.path}/{rel} appeared while being created") from None
+            fd = os.open(name, _DIR_FLAGS, dir_fd=pfd)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise _Drift(f"{self.co.path}/{rel} is no longer a real directory") from None
+            raise
+        self.fds[rel] = fd
+        return fd
+
+    def forget(self, rel: str) -> None:
+        fd = self.fds.pop(rel, None)
+        if fd is not None:
+            self.ids.pop(fd, None)
+            os.close(fd)
+
+    def split(self, op: Operation) -> tuple[int, str, str]:
+        rel = op.target[len(self.co.path) + 1:]
+        parent, _, name = rel.rpartition("/")
+        pfd = self.dir_fd(parent, create=op.action is Action.CREATE)
+        self.attached(parent)
+        return pfd, name, rel
+
+    def _fd_id(self, fd: int) -> tuple[int, int]:
+        ident = self.ids.get(fd)
+        if ident is None:
+            st = os.fstat(fd)
+            ident = self.ids[fd] = (st.st_dev, st.st_ino)
+        return ident
+
+    def attached(self, rel: str) -> None:
+        """Prove the held descriptors still sit where the plan put them: the checkout root
+        at its path, and each directory down to ``rel`` under its parent.  A directory
+        moved elsewhere (the checkout renamed, ``.agents/memory`` moved out) is drift, so
+        no write follows a moved directory ([E4])."""
+        try:
+            st = os.stat(self.co.path, follow_symlinks=False)
+            live = (st.st_dev, st.st_ino)
+        except OSError:
+            live = None
+        if live != self._fd_id(self.root_fd):
+            raise _Drift(f"checkout {self.co.path} was moved or replaced during execution")
+        if not rel:
+            return
+        pfd = self.root_fd
+        sub = ""
+        for part in rel.split("/"):
+            sub = f"{sub}/{part}" if sub else part
+            fd = self.fds[sub]
+            try:
+                st = os.stat(part, dir_fd=pfd, follow_symlinks=False)
+                live = (st.st_dev, st.st_ino)
+            except OSError:
+                live = None
+            if live != self._fd_id(fd):
+                raise _Drift(f"{self.co.path}/{sub} was moved or replaced during execution")
+            pfd = fd
+
+    def unlink(self, op: Operation) -> None:
+        pfd, name, _ = self.split(op)
+        live = observe.lstat_link(name, dir_fd=pfd)
+        if live.kind is not Kind.LINK or live.literal != op.observed.literal:
+            raise _Drift(f"target {op.target} is now {live.describe()} "
+                         f"(was {op.observed.describe()})")
+        if before_write is not None:
+            before_write(op)
+        os.unlink(name, dir_fd=pfd)
+        self.removed.add(op.target[len(self.co.path) + 1:])
+
+    def rmdir(self, op: Operation) -> None:
+        pfd, name, rel = self.split(op)
+        self.forget(rel)
+        live = observe.lstat(name, dir_fd=pfd)
+        if live.kind is not Kind.DIR or live.ino != op.observed.ino:
+            raise _Drift(f"directory {op.target} is now {live.describe()}")
+        if before_write is not None:
+            before_write(op)
+        try:
+            os.rmdir(name, dir_fd=pfd)
+        except OSError as exc:
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                raise _Drift(f"directory {op.target} is no longer empty") from None
+            raise
+        self.removed.add(rel)
+
+    def symlink(self, op: Operation) -> None:
+        pfd, name, _ = self.split(op)
+        live = observe.lstat(name, dir_fd=pfd)
+        if live.exists:
+            raise _Drift(f"target {op.target} appeared ({live.describe()})")
+        if before_write is not None:
+            before_write(op)
+        assert op.source is not None
+        try:
+            os.symlink(op.source, name, dir_fd=pfd)
+        except FileExistsError:
+            raise _Drift(f"target {op.target} appeared") from None
+
+
+def _write_order(plan: Plan, ops: Iterable[tuple[int, Operation]]) -> list[int]:
+    """Indices of ``co``'s writes in [E4] order: unlinks, prunes (deepest first), links."""
+    unlinks: list[int] = []
+    prunes: list[int] = []
+    links: list[int] = []
+    for i, op in ops:
+        if op.action is Action.UNLINK:
+            (prunes if op.entry == "directory" else unlinks).append(i)
+        elif op.action is Action.CREATE:
+            links.append(i)
+    prunes.sort(key=lambda i: -plan.operations[i].target.count("/"))
+    return unlinks + prunes + links
+
+
+def _final_statuses(plan: Plan, applied: set[int], unknown: set[int],
+                    dry_run: bool = False) -> tuple[Status, ...]:
+    out = []
+    for i, op in enumerate(plan.operations):
+        if dry_run:
+            out.append(Status.PLANNED)
+        elif op.action is Action.NOOP:
+            out.append(Status.UNCHANGED)
+        elif op.action is Action.SKIP:
+            out.append(Status.SKIPPED)
+        elif i in applied:
+            out.append(Status.APPLIED)
+        elif i in unknown:
+            out.append(Status.UNKNOWN)
+        else:
+            out.append(Status.NOT_APPLIED)
+    return tuple(out)
+
+
+def segment_results(
+    plan: Plan,
+    *,
+    dry_run: bool = False,
+    applied: set[int] | frozenset[int] = frozenset(),
+    stopped: tuple[SegmentName, str] | None = None,
+    halted: str | None = None,
+) -> tuple[Segment, ...]:
+    """Each segment's own outcome and success ([E8], [G6]).
+
+    A blocked segment is ``blocked``; a dry run's other segments are ``planned``; a real
+    run's are ``applied`` when one of their writes was applied, else ``unchanged``.
+    ``stopped`` is the segment whose write failed (or went stale, or was interrupted) and
+    that outcome word: it and every later segment with writes get that word; the earlier
+    ones keep theirs.  ``halted`` is the word of a run refused before its first write
+    (stale, failed, interrupted): every segment with writes gets it.  An inactive
+    segment is ``unchanged`` (``planned`` in a dry run) and successful.
+    """
+    blocked = plan.blocked_segments
+    writes: dict[SegmentName, list[int]] = {seg: [] for seg in SEGMENT_ORDER}
+    for i, op in enumerate(plan.operations):
+        if op.action is Action.CREATE or op.action is Action.UNLINK:
+            writes[op.segment].append(i)
+    rank = {seg: n for n, seg in enumerate(SEGMENT_ORDER)}
+    out = []
+    for seg in SEGMENT_ORDER:
+        active = plan.segment_active(seg)
+        quiet = "planned" if dry_run else "unchanged"
+        if seg in blocked:
+            word, ok = "blocked", False
+        elif halted is not None and writes[seg]:
+            word, ok = halted, False
+        elif stopped is not None and rank[seg] >= rank[stopped[0]] and (
+                writes[seg] or seg is stopped[0]):
+            word, ok = stopped[1], False
+        elif dry_run:
+            word, ok = "planned", True
+        elif any(i in applied for i in writes[seg]):
+            word, ok = "applied", True
+        else:
+            word, ok = quiet, True
+        if not active:
+            word, ok = quiet, True
+        out.append(Segment(seg.value, ok, active, word))
+    return tuple(out)
+
+
+def refused(plan: Plan, outcome: str) -> SyncResult:
+    """The result of a plan nothing was done for: every operation ``not_applied``."""
+    return SyncResult(
+        plan, tuple(Status.NOT_APPLIED for _ in plan.operations), outcome,
+        segments=segment_results(plan, halted=outcome),
+    )
+
+
+def _blocked_error(plan: Plan, *, partial: bool) -> ConflictError:
+    n = len(plan.conflicts)
+    names = ", ".join(seg.value for seg in SEGMENT_ORDER if seg in plan.blocked_segments)
+    tail = ("the other segments were applied" if partial else
+            "nothing was written")
+    return ConflictError(
+        f"plan for project {plan.project!r} has {n} conflict{'s' * (n != 1)} in the "
+        f"{names} segment{'s' * (',' in names)}; nothing of {'them' if ',' in names else 'it'} "
+        f"was written, {tail} — resolve each conflict as it says and run again",
+        conflicts=plan.conflicts, plan=plan,
+    )
+
+
+def execute(
+    plan: Plan,
+    *,
+    locks: Locks | None = None,
+    lock_timeout: float = DEFAULT_TIMEOUT,
+    always_verify: bool = False,
+) -> SyncResult:
+    """Execute ``plan`` exactly; raise on conflict, drift, failure or signal.
+
+    The SIGINT/SIGTERM handlers of :mod:`aikito_mem.signals` are installed for the
+    duration (nested inside the command line's, if it installed them): waiting for the
+    locks and verifying end at once on a signal; from the registration on, a signal is
+    checked before each write and the operation in flight is finished ([E5]).
+    """
+    lock_timeout = check_timeout(lock_timeout)
+    if plan.refused:
+        # Blocked as a whole: every active segment has a conflict ([E1], [G6]).
+        error = _blocked_error(plan, partial=False)
+        error.result = refused(plan, "blocked")
+        raise error
+    own_locks = locks is None
+    held = locks if locks is not None else Locks()
+    with signals.installed():
+        try:
+            _checked(plan, held, own_locks, lock_timeout, always_verify)
+            with signals.deferred():
+                return _apply(plan, held)
+        finally:
+            if own_locks:
+                held.release()
+
+
+def _checked(plan: Plan, held: Locks, own_locks: bool, lock_timeout: float,
+             always_verify: bool) -> None:
+    """Take the locks ([E3]) and re-check every recorded observation ([E2]).  Nothing is
+    in flight here: a signal ends it at once, with nothing written."""
+    try:
+        with signals.interruptible():
+            if own_locks:
+                held.acquire([co.path for co in plan.checkouts
+                              if co.state is CheckoutState.ACTIVE], lock_timeout)
+            diffs = verify(plan, held) if plan.has_changes or always_verify else []
+    except InterruptedError_ as exc:
+        if exc.result is None:
+            exc.result = refused(plan, "interrupted")
+        raise
+    if diffs:
+        raise StalePlanError(
+            "the plan is stale — the world changed since it was made; nothing was "
+            "written. Run the sync again to plan afresh:\n  - " + "\n  - ".join(diffs),
+            differences=tuple(diffs), result=refused(plan, "stale"),
+        )
+    from aikito_mem.executor.guard import check  # [E9]: no write the engine would not derive
+    check(plan)
+
+
+def _stop_if_signalled(result: Callable[[], SyncResult], done: str) -> None:
+    """[E5]: raise :class:`InterruptedError_` when a signal was received — called before
+    the registration and before each write, so no write starts after the signal."""
+    signum = signals.received()
+    if signum is not None:
+        name = signal.Signals(signum).name
+        raise InterruptedError_(f"interrupted by {name}: {done}", signum=signum,
+                                result=result())
+
+
+def _apply(plan: Plan, locks: Locks) -> SyncResult:
+    applied: set[int] = set()
+    unknown: set[int] = set()
+    registered = False
+
+    current: list[SegmentName] = []  # the segment being written
+
+    def result(outcome: str, success: bool, errors: dict[int, str] | None = None, *,
+               finished: bool = False) -> SyncResult:
+        """``finished``: every write of the unblocked segments was made (a run blocked
+        in part); otherwise a failure stops the segment in flight, or halts the run."""
+        errs = errors or {}
+        stopped = (current[-1], outcome) if not success and current else None
+        halted = outcome if not success and not current and not finished else None
+        return SyncResult(
+            plan, _final_statuses(plan, applied, unknown), outcome,
+            errors=tuple(errs.get(i) for i in range(len(plan.operations))),
+            segments=segment_results(plan, applied=applied, stopped=stopped, halted=halted),
+            registered=registered,
+        )
+
+    def interrupted() -> SyncResult:
+        return result("interrupted", False)
+
+    if plan.register is not None:
+        from aikito_mem.config.edit import register_checkout
+
+        _stop_if_signalled(interrupted, "nothing was written (agent.toml not registered) — "
+                           "run the sync again")
+        assert plan.config_sha256 is not None
+        try:
+            register_checkout(plan.config_path, plan.register,
+                              expected_sha256=plan.config_sha256)
+        except StalePlanError as exc:
+            exc.result = refused(plan, "stale")
+            raise
+        except OSError as exc:
+            raise ExecutionError(
+                f"could not register {plan.register} in {plan.config_path}: {exc.strerror}; "
+                "nothing else was written — fix the cause and run again",
+                result=refused(plan, "failed"), path=plan.config_path,
+            ) from None
+        registered = True
+
+    by_checkout = _by_checkout(plan) if plan.changes else {}
+    blocked = plan.blocked_segments
+    # [E8]: skills, then instructions, then memory; a blocked segment writes nothing.
+    for segment, co, order in _segment_order(plan, by_checkout, blocked):
+        current.append(segment)
+        writer = _Writer(co, locks.fds[co.path])
+        try:
+            for i in order:
+                _stop_if_signalled(interrupted, "the operation in flight was finished, the "
+                                   "rest was not applied — run the sync again to converge")
+                op = plan.operations[i]
+                try:
+                    if op.action is Action.CREATE:
+                        writer.symlink(op)
+                    elif op.entry == "directory":
+                        writer.rmdir(op)
+                    else:
+                        writer.unlink(op)
+                except _Drift as exc:
+                    msg = str(exc)
+                    raise StalePlanError(
+                        f"the plan went stale during execution: {msg}; stopped — "
+                        "run the sync again to converge",
+                        differences=(msg,),
+                        result=result("stale", False, {i: msg}),
+                    ) from None
+                except OSError as exc:
+                    if exc.errno == errno.EIO:
+                        unknown.add(i)
+                    text = f"{exc.strerror or exc} ({errno.errorcode.get(exc.errno or 0, '?')})"
+                    raise ExecutionError(
+                        f"{op.action.value} {op.target} failed: {text}; stopped — "
+                        f"{len(applied)} operation(s) applied, the rest not applied. Fix "
+                        "the cause and run again; the next run converges",
+                        result=result("failed", False, {i: text}), path=op.target,
+                    ) from None
+                applied.add(i)
+        finally:
+            writer.close()
+    # A signal during the last operation: it was finished, and the run still reports the
+    # interruption ([E5]).
+    _stop_if_signalled(interrupted, "it arrived after the last operation finished; every "
+                       "operation was applied")
+    current.clear()
+    changed = bool(applied) or registered
+    if blocked:
+        # [E8]: the segments without conflicts were applied; the run is still blocked.
+        error = _blocked_error(plan, partial=True)
+        error.result = result("blocked", False, finished=True)
+        raise error
+    return result("applied" if changed else "unchanged", True)
+
+
+def _segment_order(
+    plan: Plan, by_checkout: dict[str, list[tuple[int, Operation]]],
+    blocked: frozenset[SegmentName],
+) -> list[tuple[SegmentName, CheckoutPlan, list[int]]]:
+    """(segment, checkout, writes in [E4] order) in execution order ([E8])."""
+    out = []
+    for segment in SEGMENT_ORDER:
+        if segment in blocked:
+            continue
+        for co in plan.checkouts:
+            if co.state is not CheckoutState.ACTIVE:
+                continue
+            ops = [(i, op) for i, op in by_checkout.get(co.path, ()) if op.segment is segment]
+            order = _write_order(plan, ops)
+            if order:
+                out.append((segment, co, order))
+    return out
+
+
+def planned_result(plan: Plan) -> SyncResult:
+    """The result document of a dry run: every operation ``planned``."""
+    return SyncResult(
+        plan, _final_statuses(plan, set(), set(), dry_run=True),
+        "blocked" if plan.blocked else "planned",
+        segments=segment_results(plan, dry_run=True), dry_run=True,
+    )

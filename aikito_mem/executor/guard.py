@@ -1,0 +1,356 @@
+"""The writer's own check of a plan ([E9], [O2], [O3]): defence in depth.
+
+The executor calls :func:`check` once, under the locks, after verification and before
+the first write.  It trusts nothing in the plan — however the plan was made (a saved
+file, ``Project.plan()``, or ``attrs.evolve`` on operations) — and re-derives, from the
+live ``agent.toml`` and the workspace, what the engine would allow:
+
+- every checkout a write goes to is one ``agent.toml`` lists (active now), or the one
+  checkout named explicitly (``sync project NAME PATH``, ``Project.plan(path=...)``);
+- every write target is ``<checkout>/<segment root>/<clean relative path>``
+  (the rules of [C3]: no ``..``, ``.`` or empty component, nothing absolute);
+- every CREATE writes the canonical source the engine derives for that target ([S1];
+  for ``notes`` the source [S2] selects now, [S4] shadowing included) of a resource the
+  live ``agent.toml`` wants;
+- every UNLINK of a link was planned against a literal that [O2] proves owned; the
+  writer's just-in-time ``readlinkat`` then refuses any live literal other than that one,
+  so the link actually removed is proven owned too;
+- every pruning ``rmdir`` is of a directory inside the segment root that the plan's own
+  unlinks empty ([P2]);
+- a registration writes only the project's own ``agent.toml``, for the explicit path.
+
+Any refusal raises :class:`~aikito_mem.errors.UnsafePlanError` (a ``ConfigError``, exit 4)
+naming every refused write; nothing has been written at that point.
+
+Segments: :data:`SEGMENTS` maps a segment name to its root under the checkout and its
+source/ownership rules: memory (``.agents/memory/<path>``), skills
+(``.agents/skills/<name>`` ↔ ``<ws>/skills/<name>``, one component) and the instruction
+targets of §13 (a path the live agent registry names ↔ ``<ws>/projects/<p>/AGENTS.md``;
+the legacy ``.agents/AGENTS.md`` may only be unlinked).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+
+import attrs
+
+from aikito_mem.config.names import reference_problem
+from aikito_mem.errors import ConfigError, UnsafePlanError
+from aikito_mem.model import (
+    Action,
+    CheckoutState,
+    Kind,
+    Operation,
+    Plan,
+    ProjectConfig,
+    SegmentName,
+)
+from aikito_mem.planner.memory import history, owns
+from aikito_mem.world.resources import canonical_source, notes_sources
+
+_CREATE, _UNLINK = Action.CREATE, Action.UNLINK
+
+__all__ = ["SEGMENTS", "SegmentRule", "check", "remember"]
+
+#: Configurations the engine itself planned with, by (config path, sha256 of the bytes),
+#: with the home directory it expanded ``~`` with: the guard re-reads ``agent.toml`` under
+#: the lock and, when its bytes are ones the engine already parsed in this process,
+#: re-uses that parse instead of parsing again ([P6]).  The key is the digest of the live
+#: bytes, never anything the plan claims.
+_CONFIGS: OrderedDict[tuple[str, str], tuple[ProjectConfig, str | None]] = OrderedDict()
+_CONFIGS_MAX = 8
+
+
+def remember(config: ProjectConfig, home: str | None = None) -> None:
+    """Record a configuration the engine plans with, and its home directory."""
+    key = (config.config_path, config.sha256)
+    _CONFIGS[key] = (config, home)
+    _CONFIGS.move_to_end(key)
+    while len(_CONFIGS) > _CONFIGS_MAX:
+        _CONFIGS.popitem(last=False)
+
+
+class _Context:
+    """What the guard derives from the live world for one plan (lazily, once)."""
+
+    def __init__(self, plan: Plan, config: ProjectConfig) -> None:
+        self.workspace = plan.workspace
+        self.project = plan.project
+        self.config = config
+        self._notes: tuple[str | None, tuple[str, str]] | None = None
+        self._wanted: frozenset[str] | None = None
+        self._targets: frozenset[str] | None = None
+
+    def notes(self) -> tuple[str | None, tuple[str, str]]:
+        """(the notes source when a notes resource exists, else ``None``; (current,
+        legacy)) — [S2] decided afresh: ``lstat`` of the project memory root, then of the
+        selected location."""
+        if self._notes is None:
+            from aikito_mem.world.observe import lstat
+
+            current, legacy = notes_sources(self.workspace, self.project)
+            project_memory = f"{self.workspace}/projects/{self.project}/memory"
+            selected = current if lstat(project_memory).exists else legacy
+            present = selected if lstat(selected).exists else None
+            self._notes = (present, (current, legacy))
+        return self._notes
+
+    def instruction_targets(self) -> frozenset[str]:
+        """Instruction target paths the live agent registry names ([G3])."""
+        if self._targets is None:
+            from aikito_mem.config.registry import load_registry
+
+            try:
+                registry = load_registry(self.workspace)
+            except ConfigError:
+                self._targets = frozenset()
+            else:
+                self._targets = frozenset(t.path for t in registry.targets)
+        return self._targets
+
+    def wanted(self) -> frozenset[str]:
+        """Runtime paths (relative to ``.agents/memory``) the live configuration wants:
+        its references, minus those the notes shadow ([S4]), plus ``notes``."""
+        if self._wanted is None:
+            notes = self.notes()[0]
+            refs = set(self.config.memory)
+            if notes is not None:
+                refs = {r for r in refs if r != "notes" and not r.startswith("notes/")}
+                refs.add("notes")
+            self._wanted = frozenset(refs)
+        return self._wanted
+
+
+def _memory_source(ctx: _Context, rel: str) -> str | None:
+    """[S1]/[S2]: the canonical source of ``.agents/memory/<rel>``, or ``None`` when the
+    live configuration wants nothing there."""
+    if rel not in ctx.wanted():
+        return None
+    if rel == "notes":
+        notes = ctx.notes()[0]
+        if notes is not None:
+            return notes
+    return canonical_source(ctx.workspace, rel)
+
+
+def _memory_history(ctx: _Context, rel: str) -> tuple[str, ...]:
+    """[O2]: the allowed historical canonical sources of ``.agents/memory/<rel>``."""
+    return history(ctx.workspace, rel, ctx.notes()[1])
+
+
+@attrs.frozen
+class SegmentRule:
+    """Where one segment may write, and what it may write there."""
+
+    name: str
+    #: Root of the segment's targets, relative to the checkout root.
+    root: str
+    #: The canonical source for a target path relative to ``root`` (``None``: nothing).
+    source: Callable[[_Context, str], str | None]
+    #: The allowed historical sources ([O2]) of a link at a path relative to ``root``.
+    history: Callable[[_Context, str], tuple[str, ...]]
+    #: Targets are one path component (skills) rather than a clean relative path.
+    single_component: bool = False
+    #: Whether directories the plan's unlinks empty may be pruned ([P2]).
+    prunes: bool = True
+
+
+def _skill_source(ctx: _Context, rel: str) -> str | None:
+    """[G2]: ``<ws>/skills/<name>`` for a skill the live configuration selects."""
+    if rel not in ctx.config.skills:
+        return None
+    return f"{ctx.workspace}/skills/{rel}"
+
+
+def _skill_history(ctx: _Context, rel: str) -> tuple[str, ...]:
+    """[O2]: the one canonical source of ``.agents/skills/<name>``."""
+    return (f"{ctx.workspace}/skills/{rel}",)
+
+
+def _instruction_source(ctx: _Context, rel: str) -> str | None:
+    """[G3]: ``<ws>/projects/<p>/AGENTS.md`` at a target the live registry names."""
+    if rel not in ctx.instruction_targets():
+        return None
+    return f"{ctx.workspace}/projects/{ctx.project}/AGENTS.md"
+
+
+def _instruction_history(ctx: _Context, rel: str) -> tuple[str, ...]:
+    """[O2]: the project instructions, at a registry target or the legacy
+    ``.agents/AGENTS.md``."""
+    from aikito_mem.planner.instructions import LEGACY_TARGET
+
+    if rel != LEGACY_TARGET and rel not in ctx.instruction_targets():
+        return ()
+    return (f"{ctx.workspace}/projects/{ctx.project}/AGENTS.md",)
+
+
+#: segment → its rules.  A segment without a row here cannot write at all.
+SEGMENTS: dict[SegmentName, SegmentRule] = {
+    SegmentName.SKILLS: SegmentRule("skills", ".agents/skills", _skill_source,
+                                    _skill_history, single_component=True, prunes=False),
+    SegmentName.INSTRUCTIONS: SegmentRule("instructions", "", _instruction_source,
+                                          _instruction_history, prunes=False),
+    SegmentName.MEMORY: SegmentRule("memory", ".agents/memory", _memory_source,
+                                    _memory_history),
+}
+
+
+def _clean(rel: str, single: bool) -> str | None:
+    """Why ``rel`` is not a clean relative path ([C3]), or ``None``."""
+    problem = reference_problem(rel)
+    if problem is None and single and "/" in rel:
+        problem = "has more than one component"
+    return problem
+
+
+def _live_config(plan: Plan) -> tuple[ProjectConfig, str | None]:
+    from aikito_mem.config.agent_toml import parse_project_config
+    from aikito_mem.config.discovery import home_directory
+    from aikito_mem.config.projects import read_config_bytes
+    from aikito_mem.fsutil import sha256_hex
+
+    data, project_dir, config_path = read_config_bytes(plan.workspace, plan.project)
+    known = _CONFIGS.get((config_path, sha256_hex(data)))
+    if known is not None:
+        return known
+    home = home_directory()
+    return parse_project_config(data, name=plan.project, project_dir=project_dir,
+                                config_path=config_path, home=home or ""), home
+
+
+def _allowed_checkouts(plan: Plan, config: ProjectConfig) -> tuple[set[str], str]:
+    """Physical paths a write may go to, and how they were found (for messages)."""
+    from aikito_mem.world import checkouts as _checkouts
+    from aikito_mem.world.observe import Observer
+
+    if plan.explicit_path is not None:
+        slot, _ = _checkouts.explicit_slot(config, plan.explicit_path, Observer())
+        return {slot.path}, f"the checkout named explicitly ({plan.explicit_path})"
+    active = {s.path for s in _checkouts.slots(config, Observer())
+              if s.state is CheckoutState.ACTIVE}
+    return active, f"the active checkouts {config.config_path} lists"
+
+
+def _refusals(plan: Plan) -> Iterator[str]:
+    try:
+        config, home = _live_config(plan)
+    except ConfigError as exc:
+        yield f"the project's agent.toml cannot be loaded to check the plan: {exc.message}"
+        return
+    if plan.config_path != config.config_path:
+        yield (f"the plan names {plan.config_path!r} as the project's agent.toml; expected "
+               f"{config.config_path}")
+    if plan.register is not None:
+        from aikito_mem.config.edit import registered_form
+
+        explicit = plan.explicit_path
+        if explicit is None or plan.register not in (explicit,
+                                                     registered_form(explicit, home)):
+            yield (f"the plan registers {plan.register!r} in agent.toml; expected only the "
+                   f"checkout named explicitly ({explicit!r}, as ~/… under the home "
+                   "directory)")
+        if plan.config_sha256 is None:
+            yield ("the plan registers a checkout without the sha256 of agent.toml that the "
+                   "compare-and-swap needs ([K4])")
+    try:
+        allowed, how = _allowed_checkouts(plan, config)
+    except ConfigError as exc:
+        yield f"the checkout named explicitly cannot be used: {exc.message}"
+        return
+    active: set[str] = set()
+    for co in plan.checkouts:
+        if co.state is not CheckoutState.ACTIVE:
+            continue
+        if co.path in active:
+            yield f"the plan lists checkout {co.path} twice; expected each checkout once"
+        active.add(co.path)
+        if co.path not in allowed:
+            listing = ", ".join(sorted(allowed)) or "none"
+            yield (f"checkout {co.path} is not one aikito may write to: expected one of "
+                   f"{how} ({listing})")
+    ctx = _Context(plan, config)
+    # Directories the plan's own unlinks empty: the only ones it may prune ([P2]).
+    emptied: set[tuple[str, SegmentName, str]] = set()
+    writes: list[Operation] = []
+    for op in plan.operations:
+        action = op.action
+        if action is _UNLINK:
+            emptied.add((op.checkout, op.segment, op.target.rpartition("/")[0]))
+            writes.append(op)
+        elif action is _CREATE:
+            writes.append(op)
+    for op in writes:
+        problem = _refuse_op(op, ctx, active, emptied)
+        if problem is not None:
+            yield problem
+
+
+def _refuse_op(op: Operation, ctx: _Context, active: set[str],
+               emptied: set[tuple[str, SegmentName, str]]) -> str | None:
+    """Why the write ``op`` is refused, or ``None`` when the engine would derive it."""
+    problem = _refuse(op, ctx, active, emptied)
+    return None if problem is None else f"{op.action.value} {op.target!r}{problem}"
+
+
+def _refuse(op: Operation, ctx: _Context, active: set[str],
+            emptied: set[tuple[str, SegmentName, str]]) -> str | None:
+    """:func:`_refuse_op` without the leading words (built only for a refusal)."""
+    if op.checkout not in active:
+        return (f" is for checkout {op.checkout!r}, which is not an active checkout "
+                "of the plan")
+    segment = op.segment
+    rule = SEGMENTS.get(segment)
+    if rule is None:
+        known = ", ".join(s.value for s in SEGMENTS)
+        return f" is in segment {segment.value!r}, which cannot write yet; expected {known}"
+    prefix = f"{op.checkout}/{rule.root}/" if rule.root else f"{op.checkout}/"
+    if not op.target.startswith(prefix):
+        return f" is outside {prefix}; expected a target below it"
+    rel = op.target[len(prefix):]
+    problem = _clean(rel, rule.single_component)
+    if problem is not None:
+        return f": the path below {prefix} {problem}; expected a clean relative path"
+    if op.action is _CREATE:
+        if op.entry != "link":
+            return f" creates a {op.entry!r}; aikito only creates links"
+        expected = rule.source(ctx, rel)
+        if expected is None:
+            return (f": the live configuration ({ctx.config.config_path}, the agent "
+                    f"registry) wants nothing at {rel!r}; expected no CREATE there")
+        if op.source != expected:
+            return f" links to {op.source!r}; expected the canonical source {expected}"
+        return None
+    if op.entry == "directory":
+        if not rule.prunes or (op.checkout, segment, op.target) not in emptied:
+            return (" removes a directory the plan's own unlinks do not empty; "
+                    "aikito prunes only such directories ([P2])")
+        return None  # the writer's rmdir checks it is that very, empty directory
+    if op.entry != "link":
+        return f" removes a {op.entry!r}; expected a link or a pruned directory"
+    if op.observed.kind is not Kind.LINK or op.observed.literal is None:
+        return f" removes {op.observed.describe()}; aikito only unlinks its own links"
+    allowed = rule.history(ctx, rel)
+    if owns(op.observed.literal, op.target.rpartition("/")[0], allowed) is None:
+        return (f" removes a symlink to {op.observed.literal!r}, which aikito does not "
+                f"own; expected a link to {' or '.join(allowed)} ([O2])")
+    return None
+
+
+def check(plan: Plan) -> None:
+    """Refuse ``plan`` before its first write unless every write is one the engine
+    derives (see the module documentation).  A plan without writes passes at once."""
+    if not plan.has_changes:
+        return
+    refusals = tuple(dict.fromkeys(_refusals(plan)))
+    if refusals:
+        n = len(refusals)
+        raise UnsafePlanError(
+            f"refused: the plan asks for {n} write{'s' * (n != 1)} the engine would never "
+            "derive (it was edited or built by hand); nothing was written — plan again "
+            f"with `aikito sync project {shlex.quote(plan.project)} --dry-run`:\n  - "
+            + "\n  - ".join(refusals),
+            refusals=refusals, plan=plan,
+        )

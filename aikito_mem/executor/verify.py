@@ -1,0 +1,264 @@
+"""Verification before the first write ([E2]): every observation the plan recorded ([P5])
+is re-checked against the live world — ``agent.toml``, the project memory root, every
+source, and per checkout its root, ``.agents``, ``.agents/memory``, every intermediate
+directory and every target (NOOP targets included).  The result is the list of every
+difference found, named; an empty list means the plan still describes the world.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+from collections.abc import Iterable
+
+from aikito_mem.executor.lock import _DIR_FLAGS, Locks
+from aikito_mem.model import (
+    ABSENT,
+    Action,
+    CheckoutPlan,
+    CheckoutState,
+    Kind,
+    Observed,
+    Operation,
+    Plan,
+)
+from aikito_mem.world import observe
+
+#: A path that vanished, or whose directory is now a non-directory or a symlink.
+_GONE = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)
+
+
+def _what(obs: Observed, was: Observed | None = None) -> str:
+    """Words for ``obs``; ``another directory`` when it replaced the directory ``was``."""
+    if (was is not None and obs.kind is was.kind and obs.kind is not Kind.ABSENT
+            and obs.literal == was.literal):
+        what = "symlink with the same literal" if obs.kind is Kind.LINK else obs.kind.value
+        return f"another {what} (replaced, moved or mounted over since planning)"
+    return obs.describe()
+
+
+def _same(recorded: Observed, live: Observed, *, identity: bool, entry: bool = False
+          ) -> bool:
+    """Whether ``live`` is what was recorded.
+
+    With ``identity`` the identity is compared too, observed the same way it was recorded:
+    a directory by ``lstat`` (``st_dev``, ``st_ino``; the generation when recorded).  For
+    an ``entry`` under ``.agents/memory`` that is not a directory, by its inode number
+    alone: it was recorded from ``getdents`` (``d_ino``, equal to ``st_ino`` for every
+    non-directory on every Linux filesystem) inside a directory whose own identity is
+    verified — overlayfs may report another ``st_dev`` for a non-directory than for its
+    directory.
+    """
+    if recorded.kind is not live.kind:
+        return False
+    if recorded.kind is Kind.LINK and recorded.literal != live.literal:
+        return False
+    if identity and recorded.kind is not Kind.ABSENT:
+        if recorded.ino != live.ino:
+            return False
+        if not entry or recorded.kind in (Kind.DIR, Kind.MOUNT):
+            if recorded.dev != live.dev:
+                return False
+            if (recorded.gen is not None and live.gen is not None
+                    and recorded.gen != live.gen):
+                return False
+    return True
+
+
+def _short(plan: Plan, path: str) -> str:
+    prefix = plan.workspace + "/"
+    return path[len(prefix):] if path.startswith(prefix) else path
+
+
+def verify(plan: Plan, locks: Locks) -> list[str]:
+    """Every difference between the recorded observations and the live world."""
+    from aikito_mem.config.agent_toml import parse_project_config
+    from aikito_mem.config.projects import read_config_bytes
+    from aikito_mem.errors import ConfigError
+    from aikito_mem.fsutil import sha256_hex
+
+    diffs: list[str] = []
+    # agent.toml: the memory list, the candidates, the bytes when registering.  Re-parsed
+    # only when its bytes changed (a parse of 10,000 references is not free).
+    try:
+        data, project_dir, config_path = read_config_bytes(plan.workspace, plan.project)
+    except ConfigError as exc:
+        diffs.append(f"agent.toml can no longer be read: {exc.message}")
+    else:
+        digest = sha256_hex(data)
+        if plan.config_sha256 is not None and digest != plan.config_sha256:
+            diffs.append(f"agent.toml bytes changed since planning ({plan.config_path})")
+        if digest != plan.config_digest:
+            try:
+                config = parse_project_config(
+                    data, name=plan.project, project_dir=project_dir,
+                    config_path=config_path, home=plan.home or "",
+                )
+            except ConfigError as exc:
+                diffs.append(f"agent.toml can no longer be loaded: {exc.message}")
+            else:
+                if config.memory != plan.memory:
+                    diffs.append(f"agent.toml memory list changed ({plan.config_path})")
+                if config.candidates != plan.candidates:
+                    diffs.append(f"agent.toml checkout paths changed ({plan.config_path})")
+                if tuple(sorted(config.skills)) != plan.skills:
+                    diffs.append(f"agent.toml skills list changed ({plan.config_path})")
+    # Skills and instructions ([G7]): the instructions source and the agent registry.
+    import os
+
+    from aikito_mem.world.segments import differences
+
+    diffs.extend(differences(plan, os.environ, plan.home or None))
+    pm = f"{plan.workspace}/projects/{plan.project}/memory"
+    if observe.lstat(pm).exists != plan.project_memory_exists:
+        diffs.append(
+            f"project memory root {pm} "
+            + ("appeared" if not plan.project_memory_exists else "disappeared")
+            + " (the notes source changes)"
+        )
+    for check in plan.sources:
+        live = observe.lstat_link(check.path)
+        if check.identity and live.kind in (Kind.FILE, Kind.DIR):
+            live = observe.with_identity(check.path, live)
+        if _same(check.observed, live, identity=check.identity):
+            continue
+        name = _short(plan, check.path)
+        rec = check.observed
+        if rec.kind is live.kind and check.identity:
+            diffs.append(f"source {name} was deleted and recreated")
+        elif live.kind is Kind.ABSENT:
+            diffs.append(f"source {name} was deleted (was {_what(rec)})")
+        elif rec.kind is Kind.ABSENT:
+            diffs.append(f"source {name} appeared ({_what(live)})")
+        else:
+            diffs.append(f"source {name} is now {_what(live)} (was {_what(rec)})")
+    by_checkout = _by_checkout(plan)
+    for co in plan.checkouts:
+        if co.state is not CheckoutState.ACTIVE:
+            continue
+        fd = locks.fds.get(co.path)
+        if fd is None:
+            diffs.append(f"checkout {co.path} can no longer be opened")
+            continue
+        diffs.extend(_verify_checkout(co, fd, by_checkout.get(co.path, ())))
+    return diffs
+
+
+def _fd_observed(fd: int) -> Observed:
+    st = os.fstat(fd)
+    obs = observe.from_stat(st)
+    gen = None
+    try:
+        buf = fcntl.ioctl(fd, observe.FS_IOC_GETVERSION, b"\0" * 8)
+        gen = int.from_bytes(buf[:4], "little")
+    except OSError:
+        pass
+    return Observed(obs.kind, None, obs.dev, obs.ino, gen)
+
+
+def _by_checkout(plan: Plan) -> dict[str, list[tuple[int, Operation]]]:
+    """Operations grouped by checkout once, so per-checkout passes stay linear ([P6])."""
+    groups: dict[str, list[tuple[int, Operation]]] = {}
+    for i, op in enumerate(plan.operations):
+        groups.setdefault(op.checkout, []).append((i, op))
+    return groups
+
+
+class _Tree:
+    """Observes paths of one checkout relative to its root descriptor, one directory level
+    at a time through ``O_NOFOLLOW`` descriptors: no path argument is longer than one name
+    (a tree deeper than ``PATH_MAX`` verifies like any other, [E5]) and no intermediate
+    symlink is ever followed."""
+
+    def __init__(self, root_fd: int) -> None:
+        #: Directory (relative path) → descriptor, or ``None`` when it cannot be reached.
+        self.fds: dict[str, int | None] = {"": root_fd}
+        self.root_fd = root_fd
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            if fd is not None and fd != self.root_fd:
+                os.close(fd)
+        self.fds.clear()
+
+    def dir(self, rel: str) -> int | None:
+        """A descriptor of directory ``rel``; ``None`` when it is missing or not a real
+        directory (its own observation names that difference)."""
+        chain: list[str] = []
+        cur = rel
+        while cur not in self.fds:
+            chain.append(cur)
+            cur = cur.rpartition("/")[0]
+        fd = self.fds[cur]
+        for sub in reversed(chain):
+            if fd is not None:
+                try:
+                    fd = os.open(sub.rpartition("/")[2], _DIR_FLAGS, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno not in _GONE:
+                        raise
+                    fd = None
+            self.fds[sub] = fd
+        return fd
+
+    def observe(self, rel: str, *, identity: bool = False) -> Observed:
+        """``lstat`` (plus the literal of a link; plus the generation of a directory when
+        ``identity``) of ``rel``; :data:`~aikito_mem.model.ABSENT` when unreachable."""
+        parent, _, name = rel.rpartition("/")
+        pfd = self.dir(parent)
+        if pfd is None:
+            return ABSENT
+        live = observe.lstat_link(name, dir_fd=pfd)
+        if identity and live.kind is Kind.DIR:
+            live = observe.with_identity(name, live, dir_fd=pfd)
+        return live
+
+
+def _verify_checkout(
+    co: CheckoutPlan, fd: int, ops: Iterable[tuple[int, Operation]]
+) -> list[str]:
+    tree = _Tree(fd)
+    try:
+        return _verify_tree(co, fd, tree, ops)
+    finally:
+        tree.close()
+
+
+def _verify_tree(
+    co: CheckoutPlan, fd: int, tree: _Tree, ops: Iterable[tuple[int, Operation]]
+) -> list[str]:
+    diffs: list[str] = []
+    dirs = dict(co.dirs)
+    root = dirs.get("")
+    if root is not None and not _same(root, _fd_observed(fd), identity=True):
+        return [f"checkout {co.path} was removed or replaced"]
+    unsafe = False
+    for rel, rec in co.dirs:
+        if not rel:
+            continue
+        live = tree.observe(rel, identity=rec.gen is not None)
+        if not _same(rec, live, identity=True):
+            diffs.append(f"{co.path}/{rel} is now {_what(live, rec)} (was {_what(rec)})")
+            unsafe = unsafe or live.kind not in (Kind.DIR, Kind.ABSENT)
+    if unsafe:
+        # A directory became something else (a symlink…): looking at targets below it
+        # would look through it.  What was found is already a difference.
+        return diffs
+    prefix = f"{co.path}/"
+    # Ancestors recorded as non-directories (an owned link the plan unlinks to make room
+    # for a directory): a target below one is verified through that entry above, never
+    # by following it (which would observe the source behind the link).
+    not_dirs = tuple(f"{rel}/" for rel, rec in co.dirs
+                     if rel and rec.exists and rec.kind is not Kind.DIR)
+    for _, op in ops:
+        if op.action not in (Action.CREATE, Action.NOOP, Action.UNLINK):
+            continue
+        rel = op.target[len(prefix):]
+        if not_dirs and rel.startswith(not_dirs):
+            continue
+        live = tree.observe(rel)
+        if not _same(op.observed, live, identity=True, entry=True):
+            diffs.append(f"target {op.target} is now {_what(live, op.observed)} "
+                         f"(was {_what(op.observed)})")
+    return list(dict.fromkeys(diffs))

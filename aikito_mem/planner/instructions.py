@@ -1,0 +1,159 @@
+"""The project instructions segment's planner ([G4]): pure, like the memory planner.
+
+Source ``<ws>/projects/<p>/AGENTS.md``; targets from the agent registry ([G3]), e.g.
+``AGENTS.md`` and ``.claude/CLAUDE.md`` relative to the checkout root; the link literal is
+the source path.  Per target:
+
+============================  ========================================  ===============
+source                        at the target                             action
+============================  ========================================  ===============
+content                       missing, parent exists                    CREATE
+content                       missing, parent missing                   CREATE (parent made) when
+                                                                        an agent is detected,
+                                                                        else SKIP
+content                       owned link                                NOOP
+content                       file, directory, foreign link             CONFLICT
+empty or absent               owned link                                UNLINK
+empty or absent               anything else                             nothing
+unsafe                        anything                                  CONFLICT
+============================  ========================================  ===============
+
+A parent on the way that is a symlink or not a directory is a CONFLICT for that target.
+The legacy owned link ``.agents/AGENTS.md`` is unlinked.  No I/O happens here.
+"""
+
+from __future__ import annotations
+
+from aikito_mem.model import (
+    ABSENT,
+    Action,
+    Finding,
+    InstructionSource,
+    InstructionState,
+    InstructionsView,
+    InstructionTargetView,
+    Kind,
+    Observed,
+    Operation,
+    PlannedTarget,
+    SegmentName,
+)
+from aikito_mem.planner.memory import owns
+
+LEGACY_TARGET = ".agents/AGENTS.md"
+R_INSTR = "G4"
+R_OFFLINE = "G6"
+_SEG = SegmentName.INSTRUCTIONS
+
+
+def instructions_source(workspace: str, project: str) -> str:
+    """The canonical source of the project instructions ([G3], [O2])."""
+    return f"{workspace}/projects/{project}/AGENTS.md"
+
+
+def _link_dir(checkout: str, rel: str) -> str:
+    parent = rel.rpartition("/")[0]
+    return f"{checkout}/{parent}" if parent else checkout
+
+
+def _op(action: Action, checkout: str, rel: str, reason: str, source: str, *,
+        remedy: str | None = None, observed: Observed = ABSENT) -> Operation:
+    return Operation(action, R_INSTR, checkout, f"{checkout}/{rel}", reason, resource=rel,
+                     source=source, remedy=remedy, observed=observed, segment=_SEG)
+
+
+def offline(checkout: str, reason: str, targets: tuple[PlannedTarget, ...],
+            source: InstructionSource) -> list[Operation]:
+    """A SKIP per instruction target for an offline checkout ([G6])."""
+    return [
+        Operation(Action.SKIP, R_OFFLINE, checkout, f"{checkout}/{t.rel}",
+                  f"checkout offline: {reason}", resource=t.rel, source=source.path,
+                  segment=_SEG)
+        for t in targets
+    ]
+
+
+def _agents_words(target: InstructionTargetView) -> str:
+    if not target.agents:
+        return "the project instructions"
+    names = ", ".join(target.agents)
+    return f"the instructions of {names}"
+
+
+def _plan_target(checkout: str, source: InstructionSource,
+                 target: InstructionTargetView) -> Operation | None:
+    rel, obs, src = target.rel, target.observed, source.path
+    link_dir = _link_dir(checkout, rel)
+    owned = obs.kind is Kind.LINK and owns(obs.literal, link_dir, (src,)) is not None
+    if source.state is InstructionState.UNSAFE:
+        return _op(Action.CONFLICT, checkout, rel, source.problem or f"{src} is unsafe", src,
+                   remedy=f"make {src} a regular file inside the workspace (or a symlink "
+                   "that stays inside it), or remove it", observed=obs)
+    blocked_parent: tuple[str, Observed] | None = None
+    missing_parent = False
+    for prel, pobs in target.parents:
+        if pobs.kind is Kind.ABSENT:
+            missing_parent = True
+            break
+        if pobs.kind is not Kind.DIR:
+            blocked_parent = (prel, pobs)
+            break
+    if source.state is not InstructionState.CONTENT:
+        if owned and blocked_parent is None and not missing_parent:
+            why = "is empty" if source.state is InstructionState.EMPTY else "does not exist"
+            return _op(Action.UNLINK, checkout, rel,
+                       f"aikito's link to {src}, which {why}: not left dangling", src,
+                       observed=obs)
+        return None
+    if blocked_parent is not None:
+        prel, pobs = blocked_parent
+        where = f"{checkout}/{prel}"
+        return _op(Action.CONFLICT, checkout, rel,
+                   f"{where} is {pobs.describe()}; expected a real directory to hold "
+                   f"{checkout}/{rel}", src,
+                   remedy=f"move {where} out of the way and run again; aikito never writes "
+                   "through or replaces it", observed=obs)
+    if missing_parent:
+        if target.detected:
+            return _op(Action.CREATE, checkout, rel,
+                       "target missing (its directory is created: "
+                       f"{', '.join(target.agents) or 'an agent'} detected)", src,
+                       observed=obs)
+        return _op(Action.SKIP, checkout, rel,
+                   f"agent not detected ({', '.join(target.agents) or 'none'}): its directory "
+                   "does not exist", src, observed=obs)
+    if obs.kind is Kind.ABSENT:
+        return _op(Action.CREATE, checkout, rel, "target missing", src, observed=obs)
+    if owned:
+        return _op(Action.NOOP, checkout, rel, "already linked", src, observed=obs)
+    what = f"{checkout}/{rel}"
+    remedy = (f"{what} is {_agents_words(target)} of this checkout and not aikito's: keep it "
+              f"and leave the project instructions unlinked there, or move it into {src} "
+              "and remove it, then run again (aikito never overwrites it)")
+    return _op(Action.CONFLICT, checkout, rel,
+               f"found {obs.describe()}; expected a symlink to {src!r}", src,
+               remedy=remedy, observed=obs)
+
+
+def plan_checkout(
+    checkout: str, source: InstructionSource, view: InstructionsView
+) -> tuple[list[Operation], list[Finding], list[tuple[str, Observed]]]:
+    """(operations, findings, directories relied on) of one active checkout ([G4])."""
+    ops: list[Operation] = []
+    dirs: dict[str, Observed] = {}
+    legacy = view.legacy
+    if legacy.kind is Kind.LINK and owns(legacy.literal, f"{checkout}/.agents",
+                                         (source.path,)) is not None:
+        ops.append(_op(Action.UNLINK, checkout, LEGACY_TARGET,
+                       "aikito's legacy instruction link (.agents/AGENTS.md) is retired",
+                       source.path, observed=legacy))
+    for target in view.targets:
+        op = _plan_target(checkout, source, target)
+        if op is None:
+            continue
+        ops.append(op)
+        if op.action in (Action.CREATE, Action.UNLINK, Action.NOOP, Action.CONFLICT):
+            for prel, pobs in target.parents:
+                dirs.setdefault(prel, pobs)
+    ops.sort(key=lambda op: op.target)
+    return ops, [], sorted(dirs.items())

@@ -1,0 +1,120 @@
+"""One frozen Plan for the whole project: skills, instructions and memory (§13, [G6]).
+
+The memory planner builds the memory segment (and decides each checkout's state); this
+module adds the skills and instructions segments of every checkout — a SKIP per skill and
+per instruction target for an offline checkout, a CONFLICT per segment for an invalid
+one — and orders every operation by segment (skills, instructions, memory), then checkout
+order, then target path ([G6]).  Pure: no I/O happens here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+
+from aikito_mem.model import (
+    SEGMENT_ORDER,
+    Action,
+    CheckoutPlan,
+    CheckoutState,
+    Finding,
+    InstructionSource,
+    InstructionState,
+    InstructionsView,
+    Observed,
+    Operation,
+    Plan,
+    PlannedTarget,
+    Resource,
+    SegmentName,
+    SkillsView,
+)
+from aikito_mem.planner import instructions as planner_instructions
+from aikito_mem.planner import skills as planner_skills
+
+_RANK = {seg: i for i, seg in enumerate(SEGMENT_ORDER)}
+
+
+def _invalid(co: CheckoutPlan, segment: SegmentName) -> Operation:
+    return Operation(
+        Action.CONFLICT, "G6", co.path, co.path,
+        co.reason or f"checkout {co.path} is not a usable directory",
+        remedy="fix the checkout path in agent.toml or its permissions",
+        segment=segment,
+    )
+
+
+def add_segments(
+    plan: Plan,
+    *,
+    skills: tuple[Resource, ...],
+    skill_views: Mapping[str, SkillsView],
+    agents: Mapping[str, Observed],
+    source: InstructionSource,
+    targets: tuple[PlannedTarget, ...],
+    instruction_views: Mapping[str, InstructionsView],
+    agent: str | None = None,
+) -> Plan:
+    """``plan`` (the memory segment) with the skills and instructions segments added.
+
+    ``skill_views``, ``agents`` (``.agents`` of each checkout) and ``instruction_views``
+    are keyed by the active checkouts' paths; ``targets`` are the instruction targets
+    as observed for no checkout in particular (their path, agents and detection).
+    """
+    index = {co.path: i for i, co in enumerate(plan.checkouts)}
+    ops: list[Operation] = list(plan.operations)
+    findings: list[Finding] = list(plan.findings)
+    checkouts: list[CheckoutPlan] = []
+    # Instruction targets are wanted only while AGENTS.md has content (or is unsafe, a
+    # conflict to report); an absent or empty one plans nothing where nothing can be
+    # checked (offline, invalid checkouts).
+    instructions_wanted = bool(targets) and source.state in (InstructionState.CONTENT,
+                                                              InstructionState.UNSAFE)
+    for co in plan.checkouts:
+        dirs = dict(co.dirs)
+        if co.state is CheckoutState.OFFLINE:
+            reason = co.reason or "path does not exist"
+            ops.extend(planner_skills.offline(co.path, reason, skills))
+            if instructions_wanted:
+                ops.extend(planner_instructions.offline(co.path, reason, targets, source))
+        elif co.state is CheckoutState.INVALID:
+            if skills:
+                ops.append(_invalid(co, SegmentName.SKILLS))
+            if instructions_wanted:
+                ops.append(_invalid(co, SegmentName.INSTRUCTIONS))
+        else:
+            s_ops, s_findings, s_dirs = planner_skills.plan_checkout(
+                co.path, agents[co.path], skill_views[co.path], skills, plan.workspace,
+                plan.config_path)
+            i_ops, i_findings, i_dirs = planner_instructions.plan_checkout(
+                co.path, source, instruction_views[co.path])
+            ops.extend(s_ops)
+            ops.extend(i_ops)
+            findings.extend(s_findings)
+            findings.extend(i_findings)
+            for rel, obs in (*s_dirs, *i_dirs):
+                dirs.setdefault(rel, obs)
+        checkouts.append(attrs.evolve(co, dirs=tuple(sorted(dirs.items()))))
+    ops.sort(key=lambda op: (_RANK[op.segment], index.get(op.checkout, len(index)),
+                             op.target, 0 if op.action is Action.UNLINK else 1))
+    sources = {c.path: c for c in plan.sources}
+    linked = {op.resource for op in ops
+              if op.segment is SegmentName.SKILLS and op.action is Action.CREATE}
+    for res in skills:
+        for check in res.checks:
+            sources.setdefault(check.path, check)
+        if res.name in linked and res.checks:
+            last = res.checks[-1]
+            sources[last.path] = attrs.evolve(last, identity=True)
+    return attrs.evolve(
+        plan,
+        operations=tuple(ops),
+        findings=tuple(findings),
+        checkouts=tuple(checkouts),
+        sources=tuple(sources[p] for p in sorted(sources)),
+        skills=tuple(res.name for res in skills),
+        instructions=source,
+        instruction_targets=targets,
+        agent=agent,
+    )

@@ -1,0 +1,129 @@
+"""The skills segment's planner ([G2]): pure, like the memory planner.
+
+Per active checkout and selected skill ``N``: source ``<ws>/skills/N`` (a directory reached
+safely inside ``<ws>/skills``), target ``<checkout>/.agents/skills/N``, link literal the
+canonical source.  The [P1] table applies; stale entries of ``.agents/skills`` that are
+owned links to ``<ws>/skills/<that name>`` are unlinked; everything else there is
+preserved with a warning.  No I/O happens here.
+"""
+
+from __future__ import annotations
+
+from aikito_mem.model import (
+    ABSENT,
+    Action,
+    Finding,
+    Kind,
+    Observed,
+    Operation,
+    Resource,
+    SegmentName,
+    SkillsView,
+)
+from aikito_mem.planner.memory import owns
+
+SKILLS_DIR = ".agents/skills"
+R_SKILL = "G2"
+R_OFFLINE = "G6"
+_SEG = SegmentName.SKILLS
+
+
+def skill_source(workspace: str, name: str) -> str:
+    """The canonical source of skill ``name`` ([G2], [O2])."""
+    return f"{workspace}/skills/{name}"
+
+
+def _op(action: Action, checkout: str, target: str, reason: str, *,
+        resource: str | None = None, source: str | None = None, remedy: str | None = None,
+        observed: Observed = ABSENT) -> Operation:
+    return Operation(action, R_SKILL, checkout, target, reason, resource=resource,
+                     source=source, remedy=remedy, observed=observed, segment=_SEG)
+
+
+def offline(checkout: str, reason: str, skills: tuple[Resource, ...]) -> list[Operation]:
+    """A SKIP per skill for an offline checkout ([G6])."""
+    return [
+        Operation(Action.SKIP, R_OFFLINE, checkout, f"{checkout}/{SKILLS_DIR}/{res.name}",
+                  f"checkout offline: {reason}", resource=res.name, source=res.source,
+                  segment=_SEG)
+        for res in skills
+    ]
+
+
+def plan_checkout(
+    checkout: str,
+    agents: Observed,
+    view: SkillsView,
+    skills: tuple[Resource, ...],
+    workspace: str,
+    config_path: str,
+) -> tuple[list[Operation], list[Finding], list[tuple[str, Observed]]]:
+    """(operations, findings, directories relied on) of one active checkout ([G2]).
+
+    ``agents`` is ``.agents`` of the checkout; when it is not a real directory the memory
+    planner reports the checkout-level conflict for memory, and this one for skills.
+    """
+    base = f"{checkout}/{SKILLS_DIR}"
+    ops: list[Operation] = []
+    findings: list[Finding] = []
+    if not skills and not view.entries:
+        return ops, findings, []
+    if agents.exists and agents.kind is not Kind.DIR:
+        target = f"{checkout}/.agents"
+        ops.append(_op(Action.CONFLICT, checkout, target,
+                       f"{target} is {agents.describe()}; expected a real directory",
+                       remedy=f"move {target} out of the way and run again; aikito never "
+                       "writes through or replaces it", observed=agents))
+        return ops, findings, [(".agents", agents)]
+    dirs = [(".agents", agents), (SKILLS_DIR, view.root)]
+    if view.root.exists and view.root.kind is not Kind.DIR:
+        ops.append(_op(Action.CONFLICT, checkout, base,
+                       f"{base} is {view.root.describe()}; expected a real directory",
+                       remedy=f"move {base} out of the way and run again; aikito never "
+                       "writes through or replaces it", observed=view.root))
+        return ops, findings, dirs
+    entries = dict(view.entries)
+    selected = {res.name for res in skills}
+    for name, obs in view.entries:
+        if name in selected:
+            continue
+        target = f"{base}/{name}"
+        if obs.kind is Kind.LINK and owns(obs.literal, base,
+                                          (skill_source(workspace, name),)) is not None:
+            ops.append(_op(Action.UNLINK, checkout, target,
+                           "no longer wanted: aikito's link for a skill that was removed",
+                           resource=name, source=skill_source(workspace, name), observed=obs))
+            continue
+        findings.append(Finding(
+            "skills.foreign_entry", "warning",
+            f"preserved {target}: {obs.describe()} that aikito did not create; it is left "
+            "untouched (remove it yourself if it is not needed)", target,
+        ))
+    for res in skills:
+        target = f"{base}/{res.name}"
+        obs = entries.get(res.name, ABSENT)
+        if res.problem is not None:
+            remedy = (f"create the directory {res.source}, or remove {res.name!r} from skills "
+                      f"in {config_path}" if res.missing else
+                      f"make {res.source} a real directory inside {workspace}/skills, or "
+                      f"remove {res.name!r} from skills in {config_path}")
+            ops.append(_op(Action.CONFLICT, checkout, target, res.problem, remedy=remedy,
+                           resource=res.name, source=res.source, observed=obs))
+        elif obs.kind is Kind.ABSENT:
+            ops.append(_op(Action.CREATE, checkout, target, "target missing",
+                           resource=res.name, source=res.source, observed=obs))
+        elif obs.kind is Kind.LINK and owns(obs.literal, base, (res.source,)) is not None:
+            ops.append(_op(Action.NOOP, checkout, target, "already linked",
+                           resource=res.name, source=res.source, observed=obs))
+        else:
+            remedy = (f"remove the link {target} if you no longer need it (aikito never "
+                      "replaces links it does not own)" if obs.kind is Kind.LINK else
+                      f"move {target} out of the way (aikito never overwrites it), or remove "
+                      f"{res.name!r} from skills in {config_path}")
+            ops.append(_op(Action.CONFLICT, checkout, target,
+                           f"found {obs.describe()}; expected a symlink to {res.source!r}",
+                           remedy=remedy, resource=res.name,
+                           source=res.source, observed=obs))
+    ops.sort(key=lambda op: op.target)
+    findings.sort(key=lambda f: f.path or "")
+    return ops, findings, dirs

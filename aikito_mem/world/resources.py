@@ -1,0 +1,222 @@
+"""Desired resources: canonical paths, project-notes precedence, shadowing and source
+safety ([S1]–[S4], INV-MEM-02/03/04).
+
+Sources are never read: every decision here comes from ``lstat`` (through the shared
+:class:`~aikito_mem.world.observe.Observer` cache) and, for symlinks inside the memory root,
+``readlink``/``realpath``.
+"""
+
+from __future__ import annotations
+
+import os
+from operator import attrgetter
+
+from aikito_mem.model import (
+    Finding,
+    Kind,
+    Observed,
+    ProjectConfig,
+    Resource,
+    ResourceSet,
+    SourceCheck,
+)
+from aikito_mem.world.observe import Observer
+
+
+def canonical_source(workspace: str, ref: str) -> str:
+    """[S1]: the lexical join of the physical workspace root with ``memory/<ref>``."""
+    return f"{workspace}/memory/{ref}"
+
+
+def notes_sources(workspace: str, project: str) -> tuple[str, str]:
+    """(current, legacy) notes locations of a project ([S2], [O2])."""
+    return (
+        f"{workspace}/projects/{project}/memory/notes",
+        f"{workspace}/memory/{project}/notes",
+    )
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+class _SourceWalker:
+    """Checks that a source is a file or directory reached without leaving its root."""
+
+    def __init__(self, observer: Observer) -> None:
+        self._obs = observer
+        self._real: dict[str, str] = {}
+        self._roots: dict[str, tuple[str | None, bool, SourceCheck | None, str]] = {}
+
+    def _realpath(self, path: str) -> str:
+        try:
+            return self._real[path]
+        except KeyError:
+            real = self._real[path] = os.path.realpath(path)
+            return real
+
+    def _check_root(
+        self, root: str, what: str
+    ) -> tuple[str | None, bool, SourceCheck | None, str]:
+        """(problem, missing, the root's check, its real path) — once per root."""
+        try:
+            root_obs = self._obs.lstat(root)
+        except OSError as exc:
+            return f"{what} root {root} cannot be examined: {exc.strerror}", False, None, root
+        check = SourceCheck(root, Observed(root_obs.kind, root_obs.literal))
+        if root_obs.kind is Kind.ABSENT:
+            return f"source does not exist ({root} is missing)", True, check, root
+        if root_obs.kind is not Kind.DIR:
+            return (f"{what} root {root} is {root_obs.describe()}; expected a real directory",
+                    False, check, root)
+        return None, False, check, self._realpath(root)
+
+    def check(
+        self, root: str, parts: list[str], *, what: str, dir_only: bool = False
+    ) -> tuple[str | None, bool, tuple[SourceCheck, ...]]:
+        """Return ``(problem, missing, checks)`` for ``root/parts...``."""
+        root_state = self._roots.get(root)
+        if root_state is None:
+            root_state = self._roots[root] = self._check_root(root, what)
+        problem, missing, root_check, real_root = root_state
+        checks: list[SourceCheck] = [root_check] if root_check is not None else []
+        if problem is not None:
+            return problem, missing, tuple(checks)
+        path = root
+        physical = root
+        last = len(parts) - 1
+        for i, part in enumerate(parts):
+            path = f"{path}/{part}"
+            physical = f"{physical}/{part}"
+            try:
+                obs = self._obs.lstat(physical)
+            except OSError as exc:
+                return f"source {path} cannot be examined: {exc.strerror}", False, tuple(checks)
+            if obs.kind is Kind.LINK:
+                try:
+                    literal = self._obs.readlink(physical)
+                except OSError:
+                    return f"source {path} changed while being examined", False, tuple(checks)
+                checks.append(SourceCheck(physical, Observed(Kind.LINK, literal)))
+                real = self._realpath(physical)
+                if not _within(real, real_root):
+                    return (
+                        f"source {path} goes through the symlink {physical} -> {literal!r}, "
+                        f"which leaves {root} (it resolves to {real})",
+                        False,
+                        tuple(checks),
+                    )
+                obs = self._obs.lstat(real)
+                if obs.kind is Kind.ABSENT:
+                    return (
+                        f"source {path} goes through the broken symlink {physical} -> {literal!r}",
+                        False,
+                        tuple(checks),
+                    )
+                physical = real
+            if obs.kind is Kind.ABSENT:
+                return f"source {path} does not exist", True, tuple(checks)
+            if i < last:
+                if obs.kind is not Kind.DIR:
+                    return (
+                        f"source {path} does not exist ({physical} is {obs.describe()})",
+                        True,
+                        tuple(checks),
+                    )
+                checks.append(SourceCheck(physical, Observed(Kind.DIR)))
+                continue
+            if obs.kind is Kind.DIR or (obs.kind is Kind.FILE and not dir_only):
+                checks.append(SourceCheck(physical, obs))
+                return None, False, tuple(checks)
+            expected = "a directory" if dir_only else "a regular file or a directory"
+            return (
+                f"source {path} is {obs.describe()}; expected {expected}",
+                False,
+                tuple(checks),
+            )
+        return None, False, tuple(checks)  # pragma: no cover - parts is never empty
+
+
+def resolve(config: ProjectConfig, workspace: str, observer: Observer) -> ResourceSet:
+    """Every desired resource of ``config`` with its source safety decided ([S1]–[S4])."""
+    walker = _SourceWalker(observer)
+    memory_root = f"{workspace}/memory"
+    current, legacy = notes_sources(workspace, config.name)
+    project_memory = f"{workspace}/projects/{config.name}/memory"
+
+    resources: list[Resource] = []
+    findings: list[Finding] = []
+
+    # [S2] notes precedence: lstat of the project memory root decides, even if broken.
+    try:
+        pm = observer.lstat(project_memory)
+    except OSError:
+        pm = Observed(Kind.OTHER)
+    pm_exists = pm.exists
+    notes: Resource | None = None
+    notes_location: str | None
+    root, parts = project_memory, ["notes"]
+    if pm_exists:
+        notes_location, source = "current", current
+        if pm.kind is not Kind.DIR:
+            notes = Resource(
+                "notes", "notes", source, is_notes=True,
+                problem=f"project memory root {project_memory} is {pm.describe()}; "
+                "expected a real directory",
+                checks=(SourceCheck(project_memory, Observed(pm.kind, pm.literal)),),
+            )
+    else:
+        notes_location, source = "legacy", legacy
+        root, parts = memory_root, [config.name, "notes"]
+    if notes is None:
+        try:
+            present = observer.lstat(source)
+        except OSError:
+            present = Observed(Kind.OTHER)
+        if present.exists:
+            problem, missing, checks = walker.check(
+                root, parts, what="project memory" if pm_exists else "workspace memory",
+                dir_only=True,
+            )
+            notes = Resource(
+                "notes", "notes", source, is_notes=True, problem=problem, missing=missing,
+                checks=checks,
+            )
+    notes_checks: tuple[SourceCheck, ...] = ()
+    if notes is None:
+        notes_location = None
+        # Recorded so that notes appearing after planning make the plan stale ([P5]).
+        notes_checks = (SourceCheck(source, Observed(Kind.ABSENT)),)
+    else:
+        resources.append(notes)
+
+    for ref in config.memory:
+        src = canonical_source(workspace, ref)
+        if notes is not None and (ref == "notes" or ref.startswith("notes/")):
+            resources.append(Resource(ref, ref, src, shadowed=True))
+            findings.append(
+                Finding(
+                    "memory.shadowed", "warning",
+                    f"reference {ref!r} is shadowed by project notes ({notes.source}); "
+                    f"it is skipped — rename it in {config.config_path} to expose it",
+                    config.config_path,
+                )
+            )
+            continue
+        problem, missing, checks = walker.check(memory_root, ref.split("/"),
+                                                what="workspace memory")
+        resources.append(Resource(ref, ref, src, problem=problem, missing=missing,
+                                  checks=checks))
+
+    resources.sort(key=attrgetter("rel", "shadowed"))
+    # [P4]: output must not depend on the order of references in agent.toml.
+    findings.sort(key=lambda f: (f.code, f.message))
+    return ResourceSet(
+        resources=tuple(resources),
+        project_memory_exists=pm_exists,
+        notes_source=notes.source if notes is not None else None,
+        notes_location=notes_location,
+        notes_history=(current, legacy),
+        findings=tuple(findings),
+        absent_checks=notes_checks,
+    )

@@ -1,0 +1,275 @@
+"""What the skills and instructions segments want and find (§13): the observing side.
+
+- :func:`resolve_skills`: each selected skill's source ``<ws>/skills/<name>``, checked
+  like a memory source ([S3] with ``<ws>/skills`` as the root, directories only).
+- :func:`instruction_source`: the state of ``<ws>/projects/<p>/AGENTS.md`` — absent,
+  empty, with content, or unsafe ([G3]).  Deciding "empty" is the one read a sync makes
+  of a source: it stops at the first byte that is not white space.
+- :func:`skills_view` and :func:`instructions_view`: what is at ``.agents/skills`` and at
+  each instruction target (and the directories on the way) of one active checkout.
+
+Stat-family calls, ``readlink`` and that one read only; the planners decide.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+
+from aikito_mem import fsutil
+from aikito_mem.config.registry import InstructionTarget, Registry, detected
+from aikito_mem.model import (
+    ABSENT,
+    CheckoutState,
+    CheckoutView,
+    InstructionSource,
+    InstructionState,
+    InstructionsView,
+    InstructionTargetView,
+    Kind,
+    Observed,
+    Plan,
+    PlannedTarget,
+    Resource,
+    SkillsView,
+    SourceCheck,
+)
+from aikito_mem.planner.instructions import LEGACY_TARGET, instructions_source
+from aikito_mem.planner.skills import SKILLS_DIR, skill_source
+from aikito_mem.world.observe import Observer
+
+
+def resolve_skills(skills: tuple[str, ...], workspace: str,
+                   observer: Observer) -> tuple[Resource, ...]:
+    """Every selected skill with its source safety decided ([G2]), sorted by name."""
+    from aikito_mem.world.resources import _SourceWalker
+
+    walker = _SourceWalker(observer)
+    root = f"{workspace}/skills"
+    out = []
+    for name in sorted(skills):
+        problem, missing, checks = walker.check(root, [name], what="workspace skills",
+                                                dir_only=True)
+        out.append(Resource(name, name, skill_source(workspace, name), problem=problem,
+                            missing=missing, checks=checks))
+    return tuple(out)
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def instruction_source(workspace: str, project: str, observer: Observer) -> InstructionSource:
+    """The state of the project instructions source ([G3]) and what to re-check ([P5])."""
+    path = instructions_source(workspace, project)
+    try:
+        obs = observer.lstat(path)
+    except OSError as exc:
+        return InstructionSource(path, InstructionState.UNSAFE,
+                                 f"{path} cannot be examined ({exc.strerror})")
+    follow = False
+    if obs.kind is Kind.ABSENT:
+        return InstructionSource(path, InstructionState.ABSENT, None,
+                                 (SourceCheck(path, ABSENT),))
+    if obs.kind is Kind.LINK:
+        try:
+            literal = observer.readlink(path)
+        except OSError:
+            return InstructionSource(path, InstructionState.UNSAFE,
+                                     f"{path} changed while being examined")
+        real = os.path.realpath(path)
+        if not _within(real, os.path.realpath(workspace)):
+            return InstructionSource(
+                path, InstructionState.UNSAFE,
+                f"{path} is a symlink to {literal!r}, which leaves the workspace "
+                f"(it resolves to {real})",
+                (SourceCheck(path, Observed(Kind.LINK, literal)),))
+        target = observer.stat_follow(path)
+        if target.kind is Kind.ABSENT:
+            return InstructionSource(
+                path, InstructionState.UNSAFE,
+                f"{path} is a broken symlink to {literal!r}",
+                (SourceCheck(path, Observed(Kind.LINK, literal)),))
+        obs = Observed(Kind.LINK, literal, obs.dev, obs.ino)
+        follow, kind = True, target.kind
+    else:
+        kind = obs.kind
+    if kind is not Kind.FILE:
+        article = "an" if kind.value[0] in "aeiou" else "a"
+        return InstructionSource(
+            path, InstructionState.UNSAFE,
+            f"{path} is {article} {kind.value}; expected a regular file holding the "
+            "project's instructions", (SourceCheck(path, Observed(obs.kind, obs.literal)),))
+    try:
+        blank = fsutil.is_blank(path, follow=follow)
+    except OSError as exc:
+        return InstructionSource(path, InstructionState.UNSAFE,
+                                 f"{path} cannot be read ({exc.strerror})")
+    check = SourceCheck(path, observer.identity(path, obs) if not follow else obs,
+                        identity=not follow)
+    state = InstructionState.EMPTY if blank else InstructionState.CONTENT
+    return InstructionSource(path, state, None, (check,))
+
+
+def skills_view(checkout: str, agents: Observed, observer: Observer) -> SkillsView:
+    """``.agents/skills`` of one active checkout: itself and its entries (one level)."""
+    if agents.kind is not Kind.DIR:
+        return SkillsView()
+    path = f"{checkout}/{SKILLS_DIR}"
+    root = observer.lstat(path)
+    if root.kind is Kind.LINK:
+        return SkillsView(Observed(Kind.LINK, observer.readlink(path), root.dev, root.ino))
+    if root.kind is not Kind.DIR:
+        return SkillsView(root)
+    root = observer.identity(path, root)
+    # One level, through the observing room's walk: the same identities verification
+    # re-checks, never into a mount point ([E2], [E5]).
+    return SkillsView(root, observer.scan(path, root, recursive=False))
+
+
+def _observe_link(path: str, observer: Observer) -> Observed:
+    obs = observer.lstat(path)
+    if obs.kind is Kind.LINK:
+        return Observed(Kind.LINK, observer.readlink(path), obs.dev, obs.ino)
+    return obs
+
+
+def instructions_view(
+    checkout: str,
+    agents: Observed,
+    targets: tuple[InstructionTarget, ...],
+    detect: Callable[[InstructionTarget], bool],
+    observer: Observer,
+) -> InstructionsView:
+    """Every instruction target of one active checkout ([G4]).  ``detect`` is asked only
+    for a target whose directory is missing (the one case where detection matters)."""
+    views = []
+    for target in targets:
+        parents: list[tuple[str, Observed]] = []
+        parts = target.path.split("/")
+        usable = True
+        for i in range(1, len(parts)):
+            prel = "/".join(parts[:i])
+            pobs = _observe_link(f"{checkout}/{prel}", observer)
+            if pobs.kind is Kind.DIR:
+                pobs = observer.identity(f"{checkout}/{prel}", pobs)
+            parents.append((prel, pobs))
+            if pobs.kind is not Kind.DIR:
+                usable = False
+                break
+        observed = _observe_link(f"{checkout}/{target.path}", observer) if usable else ABSENT
+        missing_parent = bool(parents) and parents[-1][1].kind is Kind.ABSENT
+        detected = detect(target) if missing_parent else False
+        views.append(InstructionTargetView(target.path, target.agents, detected, observed,
+                                           tuple(parents)))
+    legacy = ABSENT
+    if agents.kind is Kind.DIR:
+        legacy = _observe_link(f"{checkout}/{LEGACY_TARGET}", observer)
+    return InstructionsView(tuple(views), legacy)
+
+
+class Detection:
+    """Agent detection on this machine ([G4]), computed once per target and only when a
+    checkout needs it; :meth:`planned` is what the plan records ([G6])."""
+
+    def __init__(self, registry: Registry, environ: Mapping[str, str], home: str | None):
+        self._registry = registry
+        self._environ = environ
+        self._home = home
+        self.asked: dict[str, bool] = {}
+
+    def __call__(self, target: InstructionTarget) -> bool:
+        known = self.asked.get(target.path)
+        if known is None:
+            known = self.asked[target.path] = any(
+                detected(entry.detect, self._environ, self._home)
+                for entry in self._registry.agents if entry.name in target.agents
+            )
+        return known
+
+    def planned(self, targets: tuple[InstructionTarget, ...]) -> tuple[PlannedTarget, ...]:
+        return tuple(PlannedTarget(t.path, t.agents, self.asked.get(t.path)) for t in targets)
+
+
+def add_to_plan(
+    plan: Plan,
+    *,
+    skills: tuple[str, ...],
+    views: tuple[CheckoutView, ...],
+    observer: Observer,
+    environ: Mapping[str, str],
+    home: str | None,
+    agent: str | None = None,
+) -> Plan:
+    """Observe the skills and instructions of every active checkout and add both
+    segments to the memory ``plan`` ([G6]).  ``agent`` limits the instruction targets to
+    that agent's ([A3])."""
+    from aikito_mem.config.registry import load_registry
+    from aikito_mem.planner.project import add_segments
+
+    workspace = plan.workspace
+    registry = load_registry(workspace)
+    targets = registry.targets if agent is None else registry.targets_for(agent)
+    resolved = resolve_skills(skills, workspace, observer)
+    source = instruction_source(workspace, plan.project, observer)
+    detect = Detection(registry, environ, home)
+    skill_views: dict[str, SkillsView] = {}
+    instr_views: dict[str, InstructionsView] = {}
+    agents: dict[str, Observed] = {}
+    for view in views:
+        if view.state is not CheckoutState.ACTIVE or view.root.kind is not Kind.DIR:
+            continue
+        agents[view.path] = view.agents
+        skill_views[view.path] = skills_view(view.path, view.agents, observer)
+        instr_views[view.path] = instructions_view(view.path, view.agents, targets, detect,
+                                                   observer)
+    return add_segments(
+        plan, skills=resolved, skill_views=skill_views, agents=agents, source=source,
+        targets=detect.planned(targets), instruction_views=instr_views, agent=agent,
+    )
+
+
+def differences(plan: Plan, environ: Mapping[str, str], home: str | None) -> list[str]:
+    """[E2]/[G7]: what changed, since ``plan`` was made, in what the skills and
+    instructions segments were planned from — the project instructions source (its state:
+    absent, empty, with content, unsafe; and its identity) and the agent registry (each
+    target's path and agents, and the detection the plan relied on).  A registry edit
+    that changes neither is not a difference ([G6])."""
+    from aikito_mem.config.registry import load_registry
+    from aikito_mem.errors import ConfigError
+
+    out: list[str] = []
+    recorded = plan.instructions
+    if recorded is None:
+        return out
+    live = instruction_source(plan.workspace, plan.project, Observer())
+    if live.state is not recorded.state:
+        out.append(f"project instructions {recorded.path} are now {live.state.value} "
+                   f"(were {recorded.state.value})")
+    else:
+        for rec_check, live_check in zip(recorded.checks, live.checks, strict=False):
+            a, b = rec_check.observed, live_check.observed
+            if (a.kind, a.literal) != (b.kind, b.literal) or (
+                    rec_check.identity and (a.dev, a.ino, a.gen) != (b.dev, b.ino, b.gen)):
+                out.append(f"project instructions {recorded.path} were replaced "
+                           f"(now {b.describe()}, was {a.describe()})")
+                break
+    try:
+        registry = load_registry(plan.workspace)
+    except ConfigError as exc:
+        out.append(f"the agent registry can no longer be loaded: {exc.message}")
+        return out
+    targets = registry.targets if plan.agent is None else registry.targets_for(plan.agent)
+    live_targets = [(t.path, t.agents) for t in targets]
+    planned_targets = [(t.rel, t.agents) for t in plan.instruction_targets]
+    if live_targets != planned_targets:
+        out.append("instruction targets of the agent registry changed "
+                   f"(now {live_targets or 'none'}, were {planned_targets or 'none'})")
+        return out
+    detect = Detection(registry, environ, home)
+    for target, planned in zip(targets, plan.instruction_targets, strict=True):
+        if planned.detected is not None and detect(target) is not planned.detected:
+            word = "detected" if planned.detected else "not detected"
+            out.append(f"agents of instruction target {target.path} "
+                       f"({', '.join(target.agents)}) were {word} when planned; no longer")
+    return out
