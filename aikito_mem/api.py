@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from aikito_mem import signals
+from aikito_mem import layout, signals
 from aikito_mem.config.agent_toml import parse_project_config
 from aikito_mem.config.discovery import (
     Workspace,
@@ -357,7 +357,7 @@ class Project:
                 f"agent name {agent!r} is not a single file name; expected a name such "
                 "as 'claude'", code="config.agent_invalid",
             )
-        registry = f"{self.workspace}/agents"
+        registry = layout.agents_root(self.workspace)
         from aikito_mem.model import Kind
         from aikito_mem.world.observe import lstat
 

@@ -13,11 +13,6 @@ from typing import Any
 import attrs
 from attrs import frozen
 
-#: The runtime tree of a checkout and its segment roots, relative to the checkout root:
-#: the one definition every room uses ([O3], [O4], §13).
-AGENTS_DIR = ".agents"
-MEMORY_DIR = f"{AGENTS_DIR}/memory"
-SKILLS_DIR = f"{AGENTS_DIR}/skills"
 
 class Action(enum.Enum):
     """The closed set of things a plan can say about one runtime path ([P1])."""

@@ -30,7 +30,7 @@ from aikito_mem.errors import (
     Outcome,
     exit_code_for,
 )
-from aikito_mem.model import SEGMENT_ORDER, Plan, SyncResult
+from aikito_mem.model import SEGMENT_ORDER, Action, Plan, Segment, SegmentName, SyncResult
 
 
 @attrs.frozen
@@ -101,3 +101,50 @@ def interrupted(report: SyncReport, error: InterruptedError_) -> SyncReport:
         return report
     return attrs.evolve(report, outcome=Outcome.INTERRUPTED, exit_code=exit_code_for(error),
                         error=error)
+
+
+def segment_results(
+    plan: Plan,
+    *,
+    dry_run: bool = False,
+    applied: set[int] | frozenset[int] = frozenset(),
+    stopped: tuple[SegmentName, str] | None = None,
+    halted: str | None = None,
+) -> tuple[Segment, ...]:
+    """Each segment's own outcome and success ([E8], [G6]).
+
+    A blocked segment is ``blocked``; a dry run's other segments are ``planned``; a real
+    run's are ``applied`` when one of their writes was applied, else ``unchanged``.
+    ``stopped`` is the segment whose write failed (or went stale, or was interrupted) and
+    that outcome word: it and every later segment with writes get that word; the earlier
+    ones keep theirs.  ``halted`` is the word of a run refused before its first write
+    (stale, failed, interrupted): every segment with writes gets it.  An inactive
+    segment is ``unchanged`` (``planned`` in a dry run) and successful.
+    """
+    blocked = plan.blocked_segments
+    writes: dict[SegmentName, list[int]] = {seg: [] for seg in SEGMENT_ORDER}
+    for i, op in enumerate(plan.operations):
+        if op.action is Action.CREATE or op.action is Action.UNLINK:
+            writes[op.segment].append(i)
+    rank = {seg: n for n, seg in enumerate(SEGMENT_ORDER)}
+    out = []
+    for seg in SEGMENT_ORDER:
+        active = plan.segment_active(seg)
+        quiet = "planned" if dry_run else "unchanged"
+        if seg in blocked:
+            word, ok = "blocked", False
+        elif halted is not None and writes[seg]:
+            word, ok = halted, False
+        elif stopped is not None and rank[seg] >= rank[stopped[0]] and (
+                writes[seg] or seg is stopped[0]):
+            word, ok = stopped[1], False
+        elif dry_run:
+            word, ok = "planned", True
+        elif any(i in applied for i in writes[seg]):
+            word, ok = "applied", True
+        else:
+            word, ok = quiet, True
+        if not active:
+            word, ok = quiet, True
+        out.append(Segment(seg.value, ok, active, word))
+    return tuple(out)

@@ -152,3 +152,74 @@ def test_harness_workspace_builder(ws: WS) -> None:
         ws.runtime(co, "glossary"), ws.runtime(co, "notes"), ws.runtime(co, "team/a.md")]
     ws.write_config("demo", raw='memory = "x.md"\n')
     assert Path(ws.config_path("demo")).read_text() == 'memory = "x.md"\n'
+
+
+# ------------------------------------------------------------------ the package's house
+
+PACKAGE = REPO / "aikito_mem"
+#: The runtime tree and the workspace's canonical sources, as a path is spelt in code: a
+#: string (not a docstring) holding one of them, or an f-string piece that joins one on.
+_RUNTIME = re.compile(r"\.agents(?:/|$)|(?:^|/)\.agents\b")
+_JOINED = re.compile(r"^/(?:\.agents|memory|skills|projects|agents|AGENTS\.md)(?:/|$|\b)")
+
+
+def package_files() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """ids of the constant nodes that are docstrings (module, class, function)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                out.add(id(body[0].value))
+    return out
+
+
+def _spelt_paths(path: Path, base: Path = REPO) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docs = _docstrings(tree)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            text = node.value
+            words = text.split()
+            if _JOINED.match(text) or (len(words) == 1 and _RUNTIME.search(text)):
+                found.append(f"{path.relative_to(base)}:{node.lineno}: {text!r}")
+    return found
+
+
+def test_runtime_paths_are_spelt_only_in_layout() -> None:
+    """[O3], [S1], [S2], [G2], [G3]: every room asks ``aikito_mem.layout`` where the
+    runtime tree and the canonical sources are; help and message prose may name them."""
+    spelt = [hit for path in package_files() if path.name != "layout.py"
+             for hit in _spelt_paths(path)]
+    assert spelt == []
+
+
+def test_the_path_detector_sees_a_spelling(tmp_path: Path) -> None:
+    """The detector above is not vacuous: each way a path used to be spelt is found."""
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        '"""Docstrings may say .agents/memory."""\n'
+        'A = ".agents/skills"\n'
+        'B = f"{ws}/projects/{p}/memory"\n'
+        'C = f"{co}/.agents"\n'
+        'D = "help prose naming .agents/memory/ is fine"\n', encoding="utf-8")
+    hits = [h.split(": ", 1)[1] for h in _spelt_paths(sample, tmp_path)]
+    assert hits == ["'.agents/skills'", "'/projects/'", "'/memory'", "'/.agents'"]
+
+
+def test_top_level_modules_are_few() -> None:
+    """The foundations and the facades sit at the top; every family is a package."""
+    top = sorted(p.stem for p in PACKAGE.glob("*.py")
+                 if p.name not in ("__init__.py", "__main__.py"))
+    assert len(top) <= 16, top
+
+
+def test_no_module_over_500_lines() -> None:
+    long = {str(p.relative_to(REPO)): n for p in package_files()
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500}
+    assert long == {}

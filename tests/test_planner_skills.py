@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from aikito_mem.layout import skill_source
 from aikito_mem.model import ABSENT, Action, Kind, Observed, Resource, SegmentName, SkillsView
-from aikito_mem.planner.skills import offline, plan_checkout, skill_source
+from aikito_mem.planner.skills import offline, plan_checkout
 
 WS = "/ws"
 CO = "/co"

@@ -37,6 +37,7 @@ from typing import Any, TypeGuard
 import attrs
 
 from aikito_mem import fsutil
+from aikito_mem.layout import AGENTS_DIR, DESCRIPTOR, DESCRIPTOR_NAME, MEMORY_DIR, VAULT_DIR
 from aikito_mem.model import Finding
 
 __all__ = [
@@ -50,7 +51,7 @@ __all__ = [
 ]
 
 #: The descriptor file, relative to the checkout root.
-CONFIG_NAME = ".agents/config.yaml"
+CONFIG_NAME = DESCRIPTOR
 #: A larger ``config.yaml`` is not read (a scaffolded one is a few kilobytes).
 MAX_CONFIG_BYTES = 1024 * 1024
 #: ``stack`` → ``tier`` of the descriptor's tier table.
@@ -64,8 +65,8 @@ STACKS: dict[str, int] = {
 KNOWN_TIER = 3
 #: ``(field, lowest tier that promises it, resolved path of the tier table)``.
 _PATHS: tuple[tuple[str, int, str | None], ...] = (
-    ("memory_path", 0, ".agents/memory"),
-    ("vault_path", 1, ".agents/vault"),
+    ("memory_path", 0, MEMORY_DIR),
+    ("vault_path", 1, VAULT_DIR),
     ("graph_path", 2, "graphify-out/graph.json"),
     ("rag_endpoint", 3, None),
 )
@@ -156,16 +157,16 @@ def _read(checkout: str) -> bytes | None:
         raise _Unreadable(f"the checkout cannot be opened ({exc.strerror})") from None
     try:
         try:
-            agents = fsutil.open_subdir(root, ".agents")
+            agents = fsutil.open_subdir(root, AGENTS_DIR)
         except FileNotFoundError:
             return None
         except OSError as exc:
             if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                found = fsutil.describe_mode(os.lstat(".agents", dir_fd=root).st_mode)
-                raise _Unreadable(f".agents is {found}, not a directory; not read") from None
-            raise _Unreadable(f".agents cannot be opened ({exc.strerror})") from None
+                found = fsutil.describe_mode(os.lstat(AGENTS_DIR, dir_fd=root).st_mode)
+                raise _Unreadable(f"{AGENTS_DIR} is {found}, not a directory; not read") from None
+            raise _Unreadable(f"{AGENTS_DIR} cannot be opened ({exc.strerror})") from None
         try:
-            data, _ = fsutil.read_regular("config.yaml", dir_fd=agents, limit=MAX_CONFIG_BYTES)
+            data, _ = fsutil.read_regular(DESCRIPTOR_NAME, dir_fd=agents, limit=MAX_CONFIG_BYTES)
             return data
         except FileNotFoundError:
             return None

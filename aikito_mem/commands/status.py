@@ -44,6 +44,7 @@ from aikito_mem.errors import (
     InterruptedError_,
     exit_code_for,
 )
+from aikito_mem.layout import INDEX_NAME, MEMORY_DIR
 from aikito_mem.model import (
     SEGMENT_ORDER,
     Action,
@@ -53,7 +54,6 @@ from aikito_mem.model import (
     SegmentName,
     Severity,
 )
-from aikito_mem.planner.memory import INDEX_NAME, MEMORY_DIR
 
 if TYPE_CHECKING:  # pragma: no cover
     from aikito_mem.commands.descriptor import MemoryDescriptor
@@ -61,8 +61,6 @@ if TYPE_CHECKING:  # pragma: no cover
 #: 2: each active checkout gained ``descriptor``; 3: ``sync.segments`` per checkout and
 #: the workspace-wide ``findings`` ([G5]).
 CONTRACT_VERSION = 3
-#: The directory of each checkout under which the references appear.
-ANCHOR = MEMORY_DIR
 
 
 @attrs.frozen
@@ -152,7 +150,7 @@ def _counts(plan: Plan) -> dict[str, SyncCounts]:
             unlink[op.checkout] += 1
         elif op.action is Action.CONFLICT:
             conflict[op.checkout] += 1
-    prefixes = [(f"{co.path.rstrip('/')}/{ANCHOR}/", co.path) for co in plan.checkouts]
+    prefixes = [(f"{co.path.rstrip('/')}/{MEMORY_DIR}/", co.path) for co in plan.checkouts]
     for finding in plan.findings:
         if finding.code != "memory.foreign_entry" or not finding.path:
             continue
@@ -226,7 +224,7 @@ def project_status(plan: Plan) -> ProjectStatus:
 
 
 def _index(checkout: str, indexes: set[str | None]) -> str | None:
-    path = f"{checkout.rstrip('/')}/{ANCHOR}/{INDEX_NAME}"
+    path = f"{checkout.rstrip('/')}/{MEMORY_DIR}/{INDEX_NAME}"
     return path if path in indexes else None
 
 

@@ -45,6 +45,7 @@ from collections.abc import Mapping
 
 import attrs
 
+from aikito_mem import layout
 from aikito_mem.errors import ConfigError
 
 __all__ = [
@@ -273,7 +274,7 @@ def resolve_workspace(
         else:
             found = f"cannot be accessed ({exc.strerror or type(exc).__name__})"
         if found_via == "default":
-            remedy = f"create {path}/projects/, or {remedy}"
+            remedy = f"create {os.path.join(path, layout.PROJECTS_ROOT)}/, or {remedy}"
         raise ConfigError(
             f"workspace {path!r} ({origin}) {found}; expected a directory containing "
             f"projects/ — {remedy}",
@@ -289,7 +290,7 @@ def resolve_workspace(
         )
 
     root = os.path.realpath(path)
-    projects = os.path.join(root, "projects")
+    projects = os.path.join(root, layout.PROJECTS_ROOT)
     try:
         pst: os.stat_result | None = os.stat(projects)
     except OSError:

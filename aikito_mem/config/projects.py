@@ -30,6 +30,7 @@ from typing import NoReturn
 
 import attrs
 
+from aikito_mem import layout
 from aikito_mem.config.agent_toml import parse_project_config
 from aikito_mem.config.discovery import home_directory
 from aikito_mem.errors import ConfigError, ProjectNotFoundError
@@ -162,8 +163,8 @@ def _other_projects(workspace_root: str, name: str) -> str:
 def read_config_bytes(workspace_root: str, name: str) -> tuple[bytes, str, str]:
     """The exact bytes of a project's ``agent.toml``, its project dir and its path."""
     check_project_name(name)
-    project_dir = os.path.join(workspace_root, "projects", name)
-    config_path = os.path.join(project_dir, "agent.toml")
+    project_dir = os.path.join(workspace_root, layout.PROJECTS_ROOT, name)
+    config_path = os.path.join(project_dir, layout.CONFIG_NAME)
     return _read_config_bytes(name, project_dir, config_path), project_dir, config_path
 
 
@@ -189,7 +190,7 @@ def list_projects(workspace_root: str) -> tuple[str, ...]:
     An ``agent.toml`` counts when anything is there (``lstat``), so that a broken one is
     listed and then reported by :func:`load_project_config`, never silently skipped.
     """
-    projects = os.path.join(workspace_root, "projects")
+    projects = os.path.join(workspace_root, layout.PROJECTS_ROOT)
     names: list[str] = []
     try:
         with os.scandir(projects) as it:

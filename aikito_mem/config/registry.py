@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from attrs import frozen
 
 from aikito_mem.errors import ConfigError
+from aikito_mem.layout import AGENTS_DIR, agents_root
 
 #: The stem of a registry file: lower-case letters, digits, ``.``, ``_``, ``-``, starting
 #: with a letter or digit ([G3]).
@@ -34,7 +35,7 @@ AGENT_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*\Z")
 #: The default target when the workspace has no ``agents/`` directory.
 DEFAULT_TARGET = "AGENTS.md"
 #: Instruction targets may not be, or be inside, these ([G3]).
-_RESERVED = (".agents", ".git")
+_RESERVED = (AGENTS_DIR, ".git")
 _KNOWN = ("project_instruction_path", "detect")
 
 
@@ -229,7 +230,7 @@ def load_registry(workspace: str) -> Registry:
     """Read ``<workspace>/agents`` ([G3]): every ``*.toml`` in it must be a regular file."""
     from aikito_mem import fsutil
 
-    directory = f"{workspace}/agents"
+    directory = agents_root(workspace)
     try:
         st = os.lstat(directory)
     except FileNotFoundError:

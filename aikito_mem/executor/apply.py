@@ -37,6 +37,7 @@ from typing import Any
 
 import attrs
 
+from aikito_mem import layout
 from aikito_mem.errors import ConfigError, PlanFileError, StalePlanError
 from aikito_mem.model import Action, CheckoutState, Operation, Plan, SyncResult
 
@@ -88,7 +89,7 @@ def _workspace(saved: Plan, option: str | None, environ: Mapping[str, str] | Non
             )
         return ws
     root = os.path.realpath(saved.workspace)
-    if not os.path.isdir(os.path.join(root, "projects")):
+    if not os.path.isdir(os.path.join(root, layout.PROJECTS_ROOT)):
         raise PlanFileError(
             f"{label} is for workspace {saved.workspace}, which has no projects/ directory "
             f"now; expected the workspace the plan was made in — plan again: "
@@ -233,7 +234,7 @@ def _header(saved: Plan, fresh: Plan) -> Iterable[str]:
     elif saved.config_sha256 != fresh.config_sha256:
         yield f"agent.toml bytes changed since planning ({config})"
     if saved.project_memory_exists != fresh.project_memory_exists:
-        yield (f"project memory root {fresh.workspace}/projects/{fresh.project}/memory: the "
+        yield (f"project memory root {layout.project_memory(fresh.workspace, fresh.project)}: the "
                f"plan says it {'exists' if saved.project_memory_exists else 'is absent'}, "
                f"it {'exists' if fresh.project_memory_exists else 'is absent'} now")
     if (saved.notes_source, saved.notes_location) != (fresh.notes_source,

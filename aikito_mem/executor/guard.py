@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterator
 
 import attrs
 
+from aikito_mem import layout
 from aikito_mem.config.names import reference_problem
 from aikito_mem.errors import ConfigError, UnsafePlanError
 from aikito_mem.model import (
@@ -49,7 +50,6 @@ from aikito_mem.model import (
     SegmentName,
 )
 from aikito_mem.planner.memory import history, owns
-from aikito_mem.world.resources import canonical_source, notes_sources
 
 _CREATE, _UNLINK = Action.CREATE, Action.UNLINK
 
@@ -91,8 +91,8 @@ class _Context:
         if self._notes is None:
             from aikito_mem.world.observe import lstat
 
-            current, legacy = notes_sources(self.workspace, self.project)
-            project_memory = f"{self.workspace}/projects/{self.project}/memory"
+            current, legacy = layout.notes_sources(self.workspace, self.project)
+            project_memory = layout.project_memory(self.workspace, self.project)
             selected = current if lstat(project_memory).exists else legacy
             present = selected if lstat(selected).exists else None
             self._notes = (present, (current, legacy))
@@ -118,8 +118,8 @@ class _Context:
             notes = self.notes()[0]
             refs = set(self.config.memory)
             if notes is not None:
-                refs = {r for r in refs if r != "notes" and not r.startswith("notes/")}
-                refs.add("notes")
+                refs = {r for r in refs if not layout.is_notes(r)}
+                refs.add(layout.NOTES)
             self._wanted = frozenset(refs)
         return self._wanted
 
@@ -129,11 +129,11 @@ def _memory_source(ctx: _Context, rel: str) -> str | None:
     live configuration wants nothing there."""
     if rel not in ctx.wanted():
         return None
-    if rel == "notes":
+    if rel == layout.NOTES:
         notes = ctx.notes()[0]
         if notes is not None:
             return notes
-    return canonical_source(ctx.workspace, rel)
+    return layout.memory_source(ctx.workspace, rel)
 
 
 def _memory_history(ctx: _Context, rel: str) -> tuple[str, ...]:
@@ -162,38 +162,36 @@ def _skill_source(ctx: _Context, rel: str) -> str | None:
     """[G2]: ``<ws>/skills/<name>`` for a skill the live configuration selects."""
     if rel not in ctx.config.skills:
         return None
-    return f"{ctx.workspace}/skills/{rel}"
+    return layout.skill_source(ctx.workspace, rel)
 
 
 def _skill_history(ctx: _Context, rel: str) -> tuple[str, ...]:
     """[O2]: the one canonical source of ``.agents/skills/<name>``."""
-    return (f"{ctx.workspace}/skills/{rel}",)
+    return (layout.skill_source(ctx.workspace, rel),)
 
 
 def _instruction_source(ctx: _Context, rel: str) -> str | None:
     """[G3]: ``<ws>/projects/<p>/AGENTS.md`` at a target the live registry names."""
     if rel not in ctx.instruction_targets():
         return None
-    return f"{ctx.workspace}/projects/{ctx.project}/AGENTS.md"
+    return layout.instructions_source(ctx.workspace, ctx.project)
 
 
 def _instruction_history(ctx: _Context, rel: str) -> tuple[str, ...]:
     """[O2]: the project instructions, at a registry target or the legacy
     ``.agents/AGENTS.md``."""
-    from aikito_mem.planner.instructions import LEGACY_TARGET
-
-    if rel != LEGACY_TARGET and rel not in ctx.instruction_targets():
+    if rel != layout.LEGACY_INSTRUCTIONS and rel not in ctx.instruction_targets():
         return ()
-    return (f"{ctx.workspace}/projects/{ctx.project}/AGENTS.md",)
+    return (layout.instructions_source(ctx.workspace, ctx.project),)
 
 
 #: segment → its rules.  A segment without a row here cannot write at all.
 SEGMENTS: dict[SegmentName, SegmentRule] = {
-    SegmentName.SKILLS: SegmentRule("skills", ".agents/skills", _skill_source,
+    SegmentName.SKILLS: SegmentRule("skills", layout.SKILLS_DIR, _skill_source,
                                     _skill_history, single_component=True, prunes=False),
     SegmentName.INSTRUCTIONS: SegmentRule("instructions", "", _instruction_source,
                                           _instruction_history, prunes=False),
-    SegmentName.MEMORY: SegmentRule("memory", ".agents/memory", _memory_source,
+    SegmentName.MEMORY: SegmentRule("memory", layout.MEMORY_DIR, _memory_source,
                                     _memory_history),
 }
 

@@ -12,6 +12,7 @@ import fcntl
 import os
 from collections.abc import Iterable
 
+from aikito_mem import layout
 from aikito_mem.executor.lock import _DIR_FLAGS, Locks
 from aikito_mem.model import (
     ABSENT,
@@ -110,7 +111,7 @@ def verify(plan: Plan, locks: Locks) -> list[str]:
     from aikito_mem.world.segments import differences
 
     diffs.extend(differences(plan, os.environ, plan.home or None))
-    pm = f"{plan.workspace}/projects/{plan.project}/memory"
+    pm = layout.project_memory(plan.workspace, plan.project)
     if observe.lstat(pm).exists != plan.project_memory_exists:
         diffs.append(
             f"project memory root {pm} "

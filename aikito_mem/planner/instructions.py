@@ -24,6 +24,7 @@ The legacy owned link ``.agents/AGENTS.md`` is unlinked.  No I/O happens here.
 
 from __future__ import annotations
 
+from aikito_mem.layout import AGENTS_DIR, LEGACY_INSTRUCTIONS
 from aikito_mem.model import (
     ABSENT,
     Action,
@@ -40,15 +41,9 @@ from aikito_mem.model import (
 )
 from aikito_mem.planner.memory import owns
 
-LEGACY_TARGET = ".agents/AGENTS.md"
 R_INSTR = "G4"
 R_OFFLINE = "G6"
 _SEG = SegmentName.INSTRUCTIONS
-
-
-def instructions_source(workspace: str, project: str) -> str:
-    """The canonical source of the project instructions ([G3], [O2])."""
-    return f"{workspace}/projects/{project}/AGENTS.md"
 
 
 def _link_dir(checkout: str, rel: str) -> str:
@@ -142,10 +137,10 @@ def plan_checkout(
     ops: list[Operation] = []
     dirs: dict[str, Observed] = {}
     legacy = view.legacy
-    if legacy.kind is Kind.LINK and owns(legacy.literal, f"{checkout}/.agents",
+    if legacy.kind is Kind.LINK and owns(legacy.literal, f"{checkout}/{AGENTS_DIR}",
                                          (source.path,)) is not None:
-        ops.append(_op(Action.UNLINK, checkout, LEGACY_TARGET,
-                       "aikito's legacy instruction link (.agents/AGENTS.md) is retired",
+        ops.append(_op(Action.UNLINK, checkout, LEGACY_INSTRUCTIONS,
+                       f"aikito's legacy instruction link ({LEGACY_INSTRUCTIONS}) is retired",
                        source.path, observed=legacy))
     for target in view.targets:
         op = _plan_target(checkout, source, target)

@@ -12,10 +12,17 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable
 
+from aikito_mem.layout import (
+    AGENTS_DIR,
+    DESCRIPTOR,
+    INDEX_NAME,
+    MEMORY_DIR,
+    NOTES,
+    memory_source,
+    memory_target,
+)
 from aikito_mem.model import (
     ABSENT,
-    AGENTS_DIR,
-    MEMORY_DIR,
     Action,
     CheckoutPlan,
     CheckoutState,
@@ -31,10 +38,7 @@ from aikito_mem.model import (
     SourceCheck,
 )
 
-__all__ = ["INDEX_NAME", "MEMORY_DIR", "build_plan", "history", "literal_resolves_to", "owns"]
-
-#: The memory descriptor's index, kept as a real file in ``.agents/memory`` (its anchor).
-INDEX_NAME = "MEMORY.md"
+__all__ = ["build_plan", "history", "literal_resolves_to", "owns"]
 
 _CREATE, _NOOP, _UNLINK = Action.CREATE, Action.NOOP, Action.UNLINK
 
@@ -63,8 +67,8 @@ def literal_resolves_to(literal: str, link_dir: str, expected: str) -> bool:
 
 def history(workspace: str, rel: str, notes_history: tuple[str, ...]) -> tuple[str, ...]:
     """[O2]: the allowed historical canonical sources for runtime path ``rel``."""
-    own = f"{workspace}/memory/{rel}"
-    return (own, *notes_history) if rel == "notes" else (own,)
+    own = memory_source(workspace, rel)
+    return (own, *notes_history) if rel == NOTES else (own,)
 
 
 def owns(literal: str | None, link_dir: str, candidates: Iterable[str]) -> str | None:
@@ -147,7 +151,7 @@ class _CheckoutPlanner:
                 self.findings.append(Finding(
                     "memory.index_anchor", "info",
                     f"kept {self.target(rel)}: the memory index of this checkout's memory "
-                    f"descriptor ({self.view.path}/.agents/config.yaml has a memory: block)",
+                    f"descriptor ({self.view.path}/{DESCRIPTOR} has a memory: block)",
                     self.target(rel),
                 ))
                 continue
@@ -343,7 +347,7 @@ def build_plan(
         if state is CheckoutState.OFFLINE:
             for res in resources.resources:
                 co_ops.append(Operation(
-                    Action.SKIP, R_OFFLINE, view.path, f"{view.path}/{MEMORY_DIR}/{res.rel}",
+                    Action.SKIP, R_OFFLINE, view.path, memory_target(view.path, res.rel),
                     f"checkout offline: {view.reason or 'path does not exist'}",
                     resource=res.name, source=res.source,
                 ))

@@ -9,6 +9,7 @@ preserved with a warning.  No I/O happens here.
 
 from __future__ import annotations
 
+from aikito_mem.layout import AGENTS_DIR, SKILLS_DIR, skill_source, skill_target, skills_root
 from aikito_mem.model import (
     ABSENT,
     Action,
@@ -22,15 +23,9 @@ from aikito_mem.model import (
 )
 from aikito_mem.planner.memory import owns
 
-SKILLS_DIR = ".agents/skills"
 R_SKILL = "G2"
 R_OFFLINE = "G6"
 _SEG = SegmentName.SKILLS
-
-
-def skill_source(workspace: str, name: str) -> str:
-    """The canonical source of skill ``name`` ([G2], [O2])."""
-    return f"{workspace}/skills/{name}"
 
 
 def _op(action: Action, checkout: str, target: str, reason: str, *,
@@ -43,7 +38,7 @@ def _op(action: Action, checkout: str, target: str, reason: str, *,
 def offline(checkout: str, reason: str, skills: tuple[Resource, ...]) -> list[Operation]:
     """A SKIP per skill for an offline checkout ([G6])."""
     return [
-        Operation(Action.SKIP, R_OFFLINE, checkout, f"{checkout}/{SKILLS_DIR}/{res.name}",
+        Operation(Action.SKIP, R_OFFLINE, checkout, skill_target(checkout, res.name),
                   f"checkout offline: {reason}", resource=res.name, source=res.source,
                   segment=_SEG)
         for res in skills
@@ -69,13 +64,13 @@ def plan_checkout(
     if not skills and not view.entries:
         return ops, findings, []
     if agents.exists and agents.kind is not Kind.DIR:
-        target = f"{checkout}/.agents"
+        target = f"{checkout}/{AGENTS_DIR}"
         ops.append(_op(Action.CONFLICT, checkout, target,
                        f"{target} is {agents.describe()}; expected a real directory",
                        remedy=f"move {target} out of the way and run again; aikito never "
                        "writes through or replaces it", observed=agents))
-        return ops, findings, [(".agents", agents)]
-    dirs = [(".agents", agents), (SKILLS_DIR, view.root)]
+        return ops, findings, [(AGENTS_DIR, agents)]
+    dirs = [(AGENTS_DIR, agents), (SKILLS_DIR, view.root)]
     if view.root.exists and view.root.kind is not Kind.DIR:
         ops.append(_op(Action.CONFLICT, checkout, base,
                        f"{base} is {view.root.describe()}; expected a real directory",
@@ -105,7 +100,7 @@ def plan_checkout(
         if res.problem is not None:
             remedy = (f"create the directory {res.source}, or remove {res.name!r} from skills "
                       f"in {config_path}" if res.missing else
-                      f"make {res.source} a real directory inside {workspace}/skills, or "
+                      f"make {res.source} a real directory inside {skills_root(workspace)}, or "
                       f"remove {res.name!r} from skills in {config_path}")
             ops.append(_op(Action.CONFLICT, checkout, target, res.problem, remedy=remedy,
                            resource=res.name, source=res.source, observed=obs))

@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import re
 
+from aikito_mem.layout import MEMORY_DIR
 from aikito_mem.model import Operation, SegmentName
-
-#: The directory of every memory target inside a checkout.
-MEMORY_ANCHOR = ".agents/memory"
 
 
 def _under(path: str, base: str) -> str | None:
@@ -55,7 +53,7 @@ class Paths:
         if rel is None:
             return op.target
         if op.segment is SegmentName.MEMORY:
-            inside = _under(rel, MEMORY_ANCHOR)
+            inside = _under(rel, MEMORY_DIR)
             if inside is not None:
                 return inside
         return rel

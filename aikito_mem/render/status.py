@@ -12,13 +12,13 @@ from typing import Any
 
 from aikito_mem.commands.descriptor import DescriptorState
 from aikito_mem.commands.status import (
-    ANCHOR,
     CONTRACT_VERSION,
     CheckoutStatus,
     ProjectStatus,
     StatusReport,
     SyncCounts,
 )
+from aikito_mem.layout import DESCRIPTOR, INDEX_NAME, MEMORY_DIR
 from aikito_mem.model import CheckoutState
 from aikito_mem.render.text import Display, Output, error_json, error_lines, plural, printable
 
@@ -53,7 +53,7 @@ def _project_json(project: ProjectStatus) -> dict[str, Any]:
     return {
         "name": project.name,
         "memory": {
-            "anchor": ANCHOR,
+            "anchor": MEMORY_DIR,
             "references": list(project.references),
             "notes": {"source": project.notes_source, "location": project.notes_location},
         },
@@ -113,13 +113,13 @@ def _descriptor_words(co: CheckoutStatus) -> str | None:
     if d is None or d.state is DescriptorState.ABSENT:
         return None
     if d.state is DescriptorState.INVALID:
-        index = ", index MEMORY.md" if co.index else ""
-        return f"unreadable .agents/config.yaml (see the warning below){index}"
+        index = f", index {INDEX_NAME}" if co.index else ""
+        return f"unreadable {DESCRIPTOR} (see the warning below){index}"
     if d.state is DescriptorState.NO_MEMORY:
         return f"no memory backend (contract v{d.contract_version})"
     stack = f" {d.stack}" if d.stack else ""
     words = [f"tier {d.tier}{stack}", f"contract v{d.contract_version}"]
-    words.append("index MEMORY.md" if co.index else "no MEMORY.md index")
+    words.append(f"index {INDEX_NAME}" if co.index else f"no {INDEX_NAME} index")
     words.append("retrieval " + ", ".join(d.surfaces))
     return ", ".join(words)
 

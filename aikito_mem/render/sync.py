@@ -20,7 +20,7 @@ from aikito_mem.model import (
     Status,
     SyncResult,
 )
-from aikito_mem.outcome import SyncReport
+from aikito_mem.outcome import SyncReport, segment_results
 from aikito_mem.render.paths import Paths
 from aikito_mem.render.text import Display, Output, error_json, error_lines, plural
 
@@ -115,8 +115,6 @@ def _segments_json(plan: Plan | None, result: SyncResult | None, *, dry_run: boo
                             "summary": dict(_EMPTY_SUMMARY)} for seg in SEGMENT_ORDER}
     by_name = {s.name: s for s in result.segments} if result is not None else {}
     if not by_name and plan is not None:
-        from aikito_mem.executor.execute import segment_results
-
         if dry_run:
             by_name = {s.name: s for s in segment_results(plan, dry_run=True)}
         elif outcome in ("stale", "failed", "interrupted", "busy", "blocked"):

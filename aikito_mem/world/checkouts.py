@@ -25,6 +25,7 @@ from bisect import bisect_left
 
 import attrs
 
+from aikito_mem import layout
 from aikito_mem.config.candidates import lexical_key
 from aikito_mem.config.names import control_character
 from aikito_mem.errors import ConfigError
@@ -37,7 +38,6 @@ from aikito_mem.model import (
     Observed,
     ProjectConfig,
 )
-from aikito_mem.planner.memory import INDEX_NAME
 from aikito_mem.world.observe import Observer
 
 
@@ -105,15 +105,15 @@ class _Trees:
         ws = os.path.dirname(os.path.dirname(project_dir))
         roots: list[tuple[str, str]] = []
         for root, words in (
-            (f"{ws}/memory", "the workspace memory tree"),
-            (f"{ws}/skills", "the workspace skills tree"),
-            (f"{project_dir}/memory", f"the memory tree of project {config.name!r}"),
+            (layout.memory_root(ws), "the workspace memory tree"),
+            (layout.skills_root(ws), "the workspace skills tree"),
+            (f"{project_dir}/{layout.MEMORY_ROOT}", f"the memory tree of project {config.name!r}"),
         ):
             roots.append((root, words))
             real = os.path.realpath(root)
             if real != root:
                 roots.append((real, words))
-        projects = f"{ws}/projects"
+        projects = layout.projects_root(ws)
         return cls(tuple(roots), tuple(dict.fromkeys((projects, os.path.realpath(projects)))))
 
     def containing(self, physical: str) -> tuple[str, str] | None:
@@ -124,8 +124,8 @@ class _Trees:
         for base in self.projects:
             if physical.startswith(base + "/"):
                 parts = physical[len(base) + 1:].split("/")
-                if len(parts) >= 2 and parts[1] == "memory":
-                    return (f"{base}/{parts[0]}/memory",
+                if len(parts) >= 2 and parts[1] == layout.MEMORY_ROOT:
+                    return (f"{base}/{parts[0]}/{layout.MEMORY_ROOT}",
                             f"the memory tree of project {parts[0]!r}")
         return None
 
@@ -269,7 +269,7 @@ def observe(slot: Slot, observer: Observer) -> CheckoutView:
                                 f"checkout {root_path} is {root.describe()}; expected a "
                                 "directory", root=root)
         root = observer.identity(root_path, root)
-        agents_path = f"{root_path}/.agents"
+        agents_path = f"{root_path}/{layout.AGENTS_DIR}"
         agents = observer.lstat(agents_path)
         if agents.kind is Kind.LINK:
             agents = Observed(Kind.LINK, observer.readlink(agents_path), agents.dev, agents.ino)
@@ -278,7 +278,7 @@ def observe(slot: Slot, observer: Observer) -> CheckoutView:
         index_anchor = False
         if agents.kind is Kind.DIR:
             agents = observer.identity(agents_path, agents)
-            memory_path = f"{agents_path}/memory"
+            memory_path = f"{root_path}/{layout.MEMORY_DIR}"
             memory = observer.lstat(memory_path)
             if memory.kind is Kind.LINK:
                 memory = Observed(Kind.LINK, observer.readlink(memory_path), memory.dev,
@@ -300,8 +300,9 @@ def _index_anchor(root_path: str, entries: tuple[tuple[str, Observed], ...],
     """Whether ``.agents/memory/MEMORY.md`` is the memory descriptor's index: a regular file
     while ``.agents/config.yaml`` has a top-level ``memory:`` key.  The file is read (no
     YAML) only when that regular file is there: one read per such checkout."""
-    i = bisect_left(entries, (INDEX_NAME,))  # entries are sorted by relative path
-    if i == len(entries) or entries[i][0] != INDEX_NAME or entries[i][1].kind is not Kind.FILE:
+    index = layout.INDEX_NAME
+    i = bisect_left(entries, (index,))  # entries are sorted by relative path
+    if i == len(entries) or entries[i][0] != index or entries[i][1].kind is not Kind.FILE:
         return False
     from aikito_mem.commands.descriptor import has_memory_block
 

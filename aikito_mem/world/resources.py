@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from operator import attrgetter
 
+from aikito_mem import layout
+from aikito_mem.layout import NOTES, is_notes, memory_source, notes_sources
 from aikito_mem.model import (
     Finding,
     Kind,
@@ -23,24 +25,11 @@ from aikito_mem.model import (
 from aikito_mem.world.observe import Observer
 
 
-def canonical_source(workspace: str, ref: str) -> str:
-    """[S1]: the lexical join of the physical workspace root with ``memory/<ref>``."""
-    return f"{workspace}/memory/{ref}"
-
-
-def notes_sources(workspace: str, project: str) -> tuple[str, str]:
-    """(current, legacy) notes locations of a project ([S2], [O2])."""
-    return (
-        f"{workspace}/projects/{project}/memory/notes",
-        f"{workspace}/memory/{project}/notes",
-    )
-
-
 def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-class _SourceWalker:
+class SourceWalker:
     """Checks that a source is a file or directory reached without leaving its root."""
 
     def __init__(self, observer: Observer) -> None:
@@ -139,10 +128,10 @@ class _SourceWalker:
 
 def resolve(config: ProjectConfig, workspace: str, observer: Observer) -> ResourceSet:
     """Every desired resource of ``config`` with its source safety decided ([S1]–[S4])."""
-    walker = _SourceWalker(observer)
-    memory_root = f"{workspace}/memory"
+    walker = SourceWalker(observer)
+    memory_root = layout.memory_root(workspace)
     current, legacy = notes_sources(workspace, config.name)
-    project_memory = f"{workspace}/projects/{config.name}/memory"
+    project_memory = layout.project_memory(workspace, config.name)
 
     resources: list[Resource] = []
     findings: list[Finding] = []
@@ -155,19 +144,19 @@ def resolve(config: ProjectConfig, workspace: str, observer: Observer) -> Resour
     pm_exists = pm.exists
     notes: Resource | None = None
     notes_location: str | None
-    root, parts = project_memory, ["notes"]
+    root, parts = project_memory, [NOTES]
     if pm_exists:
         notes_location, source = "current", current
         if pm.kind is not Kind.DIR:
             notes = Resource(
-                "notes", "notes", source, is_notes=True,
+                NOTES, NOTES, source, is_notes=True,
                 problem=f"project memory root {project_memory} is {pm.describe()}; "
                 "expected a real directory",
                 checks=(SourceCheck(project_memory, Observed(pm.kind, pm.literal)),),
             )
     else:
         notes_location, source = "legacy", legacy
-        root, parts = memory_root, [config.name, "notes"]
+        root, parts = memory_root, [config.name, NOTES]
     if notes is None:
         try:
             present = observer.lstat(source)
@@ -179,7 +168,7 @@ def resolve(config: ProjectConfig, workspace: str, observer: Observer) -> Resour
                 dir_only=True,
             )
             notes = Resource(
-                "notes", "notes", source, is_notes=True, problem=problem, missing=missing,
+                NOTES, NOTES, source, is_notes=True, problem=problem, missing=missing,
                 checks=checks,
             )
     notes_checks: tuple[SourceCheck, ...] = ()
@@ -191,8 +180,8 @@ def resolve(config: ProjectConfig, workspace: str, observer: Observer) -> Resour
         resources.append(notes)
 
     for ref in config.memory:
-        src = canonical_source(workspace, ref)
-        if notes is not None and (ref == "notes" or ref.startswith("notes/")):
+        src = memory_source(workspace, ref)
+        if notes is not None and is_notes(ref):
             resources.append(Resource(ref, ref, src, shadowed=True))
             findings.append(
                 Finding(

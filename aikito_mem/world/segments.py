@@ -18,6 +18,13 @@ from collections.abc import Callable, Mapping
 
 from aikito_mem import fsutil
 from aikito_mem.config.registry import InstructionTarget, Registry, detected
+from aikito_mem.layout import (
+    LEGACY_INSTRUCTIONS,
+    SKILLS_DIR,
+    instructions_source,
+    skill_source,
+    skills_root,
+)
 from aikito_mem.model import (
     ABSENT,
     CheckoutState,
@@ -34,18 +41,16 @@ from aikito_mem.model import (
     SkillsView,
     SourceCheck,
 )
-from aikito_mem.planner.instructions import LEGACY_TARGET, instructions_source
-from aikito_mem.planner.skills import SKILLS_DIR, skill_source
 from aikito_mem.world.observe import Observer
 
 
 def resolve_skills(skills: tuple[str, ...], workspace: str,
                    observer: Observer) -> tuple[Resource, ...]:
     """Every selected skill with its source safety decided ([G2]), sorted by name."""
-    from aikito_mem.world.resources import _SourceWalker
+    from aikito_mem.world.resources import SourceWalker
 
-    walker = _SourceWalker(observer)
-    root = f"{workspace}/skills"
+    walker = SourceWalker(observer)
+    root = skills_root(workspace)
     out = []
     for name in sorted(skills):
         problem, missing, checks = walker.check(root, [name], what="workspace skills",
@@ -164,7 +169,7 @@ def instructions_view(
                                            tuple(parents)))
     legacy = ABSENT
     if agents.kind is Kind.DIR:
-        legacy = _observe_link(f"{checkout}/{LEGACY_TARGET}", observer)
+        legacy = _observe_link(f"{checkout}/{LEGACY_INSTRUCTIONS}", observer)
     return InstructionsView(tuple(views), legacy)
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from aikito_mem import fsutil
+from aikito_mem import fsutil, layout
 from aikito_mem.commands.adopt import treecompare, treemove
 from aikito_mem.errors import (
     EXIT_STALE,
@@ -29,6 +29,7 @@ from aikito_mem.errors import (
     AikitoError,
     ConfigError,
 )
+from aikito_mem.layout import MEMORY_DIR, is_notes, memory_source, memory_target
 from aikito_mem.model import Action, Kind, Observed, Operation, ProjectConfig, SyncResult
 from aikito_mem.world.observe import Observer, generation
 
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 
 SCHEMA = "aikito.adopt/1"
 CONTRACT_VERSION = 2
-ANCHOR = ".agents/memory"
 
 
 class EntryType(enum.Enum):
@@ -191,7 +191,7 @@ def _find_checkout(physical: str, ws_root: str, only: str | None,
     the root is the spelling ``physical`` was found under, e.g. through a bind mount)."""
     from aikito_mem.config.projects import find_checkouts
 
-    search = find_checkouts(physical, ws_root, only=only, under=ANCHOR, environ=environ)
+    search = find_checkouts(physical, ws_root, only=only, under=MEMORY_DIR, environ=environ)
     found = [(m.config, m.label, m.root) for m in search.matches]
     broken = list(search.broken)
     if len(found) == 1:
@@ -201,15 +201,15 @@ def _find_checkout(physical: str, ws_root: str, only: str | None,
         raise AdoptRefused(
             f"{physical} is in a checkout registered for several projects: {listing} — "
             "choose one with --project NAME", code="ambiguous_project", path=physical)
-    if f"/{ANCHOR}/" not in physical:
+    if f"/{MEMORY_DIR}/" not in physical:
         raise AdoptRefused(
-            f"{physical} is not inside a checkout's {ANCHOR}/ directory; adopt only takes a "
-            f"file or directory at <checkout>/{ANCHOR}/REL", code="outside", path=physical)
+            f"{physical} is not inside a checkout's {MEMORY_DIR}/ directory; adopt only takes "
+            f"a file or directory at <checkout>/{MEMORY_DIR}/REL", code="outside", path=physical)
     skipped = (f" (projects with a broken agent.toml were not searched: {', '.join(broken)})"
                if broken else "")
     scope = f"project {only!r}" if only is not None else "any project"
     raise AdoptRefused(
-        f"{physical} is not under {ANCHOR}/ of an active checkout registered for {scope} "
+        f"{physical} is not under {MEMORY_DIR}/ of an active checkout registered for {scope} "
         f"of workspace {ws_root}{skipped} — register the checkout first "
         "(aikito sync project NAME PATH)", code="not_registered", path=physical)
 
@@ -235,7 +235,7 @@ def _target(given: str) -> tuple[os.stat_result, EntryType]:
 def _checkout_dirs(checkout: str, rel: str) -> None:
     """Every directory from the checkout root down to TARGET's parent is a real one."""
     path = checkout.rstrip("/")
-    for part in [".agents", "memory", *rel.split("/")[:-1]]:
+    for part in [*MEMORY_DIR.split("/"), *rel.split("/")[:-1]]:
         path = f"{path}/{part}"
         st = _lstat(path)
         if st is None or not stat.S_ISDIR(st.st_mode):
@@ -248,7 +248,7 @@ def _missing_dirs(ws_root: str, rel: str, destination: str) -> list[str]:
     a real directory (adopt never writes through a symlink)."""
     missing: list[str] = []
     path = ws_root
-    for part in ["memory", *rel.split("/")[:-1]]:
+    for part in [layout.MEMORY_ROOT, *rel.split("/")[:-1]]:
         path = f"{path}/{part}"
         st = _lstat(path)
         if st is None:
@@ -324,9 +324,9 @@ def predict_link(config: ProjectConfig, ws: Workspace, label: str, checkout: str
     from aikito_mem.model import CheckoutState
     from aikito_mem.planner.memory import build_plan
     from aikito_mem.world import checkouts as _checkouts
-    from aikito_mem.world.resources import canonical_source, resolve
+    from aikito_mem.world.resources import resolve
 
-    destination = canonical_source(ws.root, rel)
+    destination = memory_source(ws.root, rel)
     present = {d: Observed(Kind.DIR) for d in missing}
     present[destination] = Observed(Kind.FILE if kind is EntryType.FILE else Kind.DIR)
     resources = resolve(config, ws.root, _AfterMove(present))
@@ -337,7 +337,7 @@ def predict_link(config: ProjectConfig, ws: Workspace, label: str, checkout: str
     plan = build_plan(config=config, workspace=ws.root, workspace_source=ws.found_via,
                       resources=resources, checkouts=(view,), explicit_path=checkout,
                       home=home)
-    target = f"{checkout}/{ANCHOR}/{rel}"
+    target = memory_target(checkout, rel)
     own = next((op for op in plan.operations if op.target == target), None)
     others = tuple(op for op in plan.conflicts if op.target != target)
     if own is None or own.action is not Action.CREATE:
@@ -391,15 +391,16 @@ def _check_notes(config: ProjectConfig, ws_root: str, physical: str, rel: str,
                  destination: str) -> None:
     """[S4]: a reference at the notes' runtime path would be shadowed; [S2]: content moved
     to (or into) the legacy notes location would become the project notes."""
-    from aikito_mem.world.resources import notes_sources, resolve
+    from aikito_mem.world.resources import resolve
 
     notes = resolve(config, ws_root, Observer())
-    if notes.notes_source is not None and (rel == "notes" or rel.startswith("notes/")):
+    if notes.notes_source is not None and is_notes(rel):
         raise AdoptRefused(
-            f"{physical} is at the runtime path of the project notes ({ANCHOR}/notes); a "
+            f"{physical} is at the runtime path of the project notes "
+            f"({MEMORY_DIR}/{layout.NOTES}); a "
             f"reference there would be shadowed — move its contents into "
             f"{notes.notes_source} yourself, then remove it", code="notes", path=physical)
-    legacy = notes_sources(ws_root, config.name)[1]
+    legacy = layout.notes_sources(ws_root, config.name)[1]
     if not notes.project_memory_exists and (destination == legacy or
                                             destination.startswith(f"{legacy}/")):
         raise AdoptRefused(
@@ -414,15 +415,14 @@ def validate(target: str, workspace: str | None = None, *, project: str | None =
     :class:`AdoptFailed` (``stale``), ``ConfigError`` or ``OSError``."""
     from aikito_mem.config.discovery import home_directory, resolve_workspace
     from aikito_mem.config.names import reference_problem
-    from aikito_mem.world.resources import canonical_source
 
     ws = resolve_workspace(workspace, environ=environ)
     given = os.path.abspath(os.path.expanduser(target))
     st, kind = _target(given)
     physical = f"{os.path.realpath(os.path.dirname(given)).rstrip('/')}/{os.path.basename(given)}"
     config, label, checkout = _find_checkout(physical, ws.root, project, environ)
-    rel = physical[len(f"{checkout.rstrip('/')}/{ANCHOR}") + 1:]
-    if not given.endswith(f"/{ANCHOR}/{rel}"):
+    rel = physical[len(f"{checkout.rstrip('/')}/{MEMORY_DIR}") + 1:]
+    if not given.endswith(f"/{MEMORY_DIR}/{rel}"):
         raise AdoptRefused(
             f"{given} is reached through a symlink below the checkout (it is physically "
             f"{physical}); name the real path", code="through_symlink", path=given)
@@ -432,7 +432,7 @@ def validate(target: str, workspace: str | None = None, *, project: str | None =
         raise AdoptRefused(
             f"{physical} cannot become a memory reference: {rel!r} {problem} (SPEC [C3]) — "
             "rename it first", code="reference_invalid", path=physical)
-    destination = canonical_source(ws.root, rel)
+    destination = memory_source(ws.root, rel)
     _check_notes(config, ws.root, physical, rel, destination)
     missing = _missing_dirs(ws.root, rel, destination)
     home = home_directory(environ) or ""

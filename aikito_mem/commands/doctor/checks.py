@@ -37,6 +37,7 @@ from typing import Any
 
 import attrs
 
+from aikito_mem import layout
 from aikito_mem.commands.doctor import git as doctor_git
 from aikito_mem.commands.doctor.git import ENTRIES, Fix, GitCheckout
 from aikito_mem.errors import (
@@ -47,11 +48,11 @@ from aikito_mem.errors import (
     InterruptedError_,
     exit_code_for,
 )
+from aikito_mem.layout import INDEX_NAME, notes_sources
 from aikito_mem.model import Severity
 
 CONTRACT_VERSION = 1
 OK, WARNING, ERROR = Severity.OK, Severity.WARNING, Severity.ERROR
-INDEX_NAME = "MEMORY.md"
 #: Largest index file read (bytes); a bigger one is reported, not read.
 MAX_INDEX_BYTES = 4 << 20
 
@@ -322,10 +323,8 @@ def git_check(state: GitCheckout) -> Check:
 def _notes_checks(ws_root: str, name: str) -> list[Check]:
     """The project's notes directory, when it has one.  A project without notes (nothing
     at the notes location of [S2]) is fine: an ``ok`` check, shown with ``-v``."""
-    from aikito_mem.world.resources import notes_sources
-
     current, legacy = notes_sources(ws_root, name)
-    project_memory = f"{ws_root}/projects/{name}/memory"
+    project_memory = layout.project_memory(ws_root, name)
     pm_exists = os.path.lexists(project_memory)
     checks: list[Check] = []
     chosen = current if pm_exists else legacy
@@ -385,7 +384,7 @@ def _project_checks(config: Any, ws_root: str, observer: Any,
         checks.append(Check("project.config", OK, f"{config.config_path} is valid",
                             path=config.config_path, project=name))
     checks.extend(_notes_checks(ws_root, name))
-    current = f"{ws_root}/projects/{name}/memory/notes"
+    current = notes_sources(ws_root, name)[0]
     if os.path.isdir(current) and not os.path.islink(current):
         for index in _index_files(current):
             indexes.setdefault(index, name)
@@ -436,7 +435,7 @@ def run(workspace: str | None, *, strict: bool = False, fix: bool = False,
                             (Check("workspace.source", ERROR, exc.message, path=exc.path),),
                             error=exc, fix=fix, dry_run=dry_run)
     checks: list[Check] = [_workspace_check(ws, env)]
-    memory_root = f"{ws.root}/memory"
+    memory_root = layout.memory_root(ws.root)
     configs = []
     for name in names:
         try:

@@ -32,10 +32,11 @@ import attrs
 
 from aikito_mem import signals
 from aikito_mem.fsutil import read_regular, write_all
+from aikito_mem.layout import IGNORED
 
 #: The runtime directories of a checkout that git must ignore: their links name absolute
 #: paths of this machine.  Instruction targets (``AGENTS.md``…) are the user's to decide.
-ENTRIES = (".agents/memory/", ".agents/skills/")
+ENTRIES = IGNORED
 #: Seconds one git question may take; a git that blocks (a hung network filesystem, a
 #: lock) is reported for its checkout instead of stopping doctor.
 GIT_TIMEOUT = 10.0

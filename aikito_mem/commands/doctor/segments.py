@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from aikito_mem.commands.doctor.checks import Check
+from aikito_mem.layout import instructions_source, memory_source, skill_source
 from aikito_mem.model import CheckoutState, Severity
 
 
@@ -23,9 +24,9 @@ def conflict_marker_checks(configs: Iterable[Any], ws_root: str) -> list[Check]:
 
     checks: list[Check] = []
     for config in configs:
-        roots = [config.config_path, f"{ws_root}/projects/{config.name}/AGENTS.md"]
-        roots += [f"{ws_root}/skills/{name}" for name in config.skills]
-        roots += [f"{ws_root}/memory/{ref}" for ref in config.memory]
+        roots = [config.config_path, instructions_source(ws_root, config.name)]
+        roots += [skill_source(ws_root, name) for name in config.skills]
+        roots += [memory_source(ws_root, ref) for ref in config.memory]
         for marked in scan(roots):
             lines = ", ".join(str(n) for n in marked.lines)
             checks.append(Check(

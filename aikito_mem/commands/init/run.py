@@ -50,6 +50,15 @@ from aikito_mem.commands.init.paths import (
 from aikito_mem.commands.init.report import EntryKind, InitEntry, InitReport, InitStatus, text_lines
 from aikito_mem.config.discovery import Workspace, home_directory, resolve_workspace
 from aikito_mem.errors import ConfigError, ExecutionError, InterruptedError_, StalePlanError
+from aikito_mem.layout import (
+    AGENTS_ROOT,
+    MEMORY_DIR,
+    MEMORY_ROOT,
+    PROJECTS_ROOT,
+    SKILLS_DIR,
+    SKILLS_ROOT,
+    projects_root,
+)
 from aikito_mem.model import Finding
 
 __all__ = [
@@ -66,7 +75,7 @@ __all__ = [
 ]
 
 #: The directories of a workspace, in the order they are reported.
-WORKSPACE_DIRS = ("projects", "memory", "skills", "agents", "subagents")
+WORKSPACE_DIRS = (PROJECTS_ROOT, MEMORY_ROOT, SKILLS_ROOT, AGENTS_ROOT, "subagents")
 LAYOUT_FILE = "layout.toml"
 #: The reference tool's layout marker, byte for byte.
 LAYOUT_TEXT = b"version = 2\n"
@@ -391,11 +400,11 @@ def project_config_text(name: str, paths: tuple[str, ...]) -> str:
         f"paths = {toml_list(paths)}\n"
         "\n"
         "# memory: files and directories of the workspace memory/ directory to link into\n"
-        '# each checkout\'s .agents/memory/, e.g. ["team/conventions.md", "glossary"].\n'
+        f'# each checkout\'s {MEMORY_DIR}/, e.g. ["team/conventions.md", "glossary"].\n'
         "memory = []\n"
         "\n"
         "# skills: directories of the workspace skills/ directory to link into each\n"
-        "# checkout's .agents/skills/, e.g. [\"review\"].\n"
+        f"# checkout's {SKILLS_DIR}/, e.g. [\"review\"].\n"
         "# skills = []\n"
     )
 
@@ -437,7 +446,7 @@ def init_project(
         if checkout is not None:
             given, spelled = checkout_registration(checkout, home)
             registered = (spelled,)
-        projects = f"{ws.root}/projects"
+        projects = projects_root(ws.root)
         check_path_text(projects, "the workspace path")
         st = _lstat(projects)
         if st is None:

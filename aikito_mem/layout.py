@@ -1,0 +1,101 @@
+"""Where everything lives: the runtime tree of a checkout and the canonical sources of a
+workspace, each rule written once ([S1], [S2], [G2], [G3], [O2], [O3], §13).
+
+Every room asks here — the planners, observation, the writer's guard, adopt, doctor, the
+renderers — so a path is spelt in one place.  Pure string functions: no I/O.
+"""
+
+from __future__ import annotations
+
+#: The runtime tree of a checkout, relative to the checkout root.
+AGENTS_DIR = ".agents"
+MEMORY_DIR = f"{AGENTS_DIR}/memory"
+SKILLS_DIR = f"{AGENTS_DIR}/skills"
+#: The memory descriptor (read by ``status`` only) and its index, a real file kept in
+#: ``.agents/memory`` (its anchor).
+DESCRIPTOR_NAME = "config.yaml"
+DESCRIPTOR = f"{AGENTS_DIR}/{DESCRIPTOR_NAME}"
+INDEX_NAME = "MEMORY.md"
+#: The descriptor's tier-1 vault (``status`` reports it; aikito never writes there).
+VAULT_DIR = f"{AGENTS_DIR}/vault"
+#: aikito's retired instruction link, relative to the checkout root: only ever unlinked.
+LEGACY_INSTRUCTIONS = f"{AGENTS_DIR}/AGENTS.md"
+#: The runtime path (below ``.agents/memory``) of the project notes ([S2]).
+NOTES = "notes"
+#: What ``git`` should ignore in a checkout (``doctor --fix``): the linked segment roots.
+IGNORED = (f"{MEMORY_DIR}/", f"{SKILLS_DIR}/")
+
+#: The directories of a workspace, relative to its root.
+MEMORY_ROOT = "memory"
+SKILLS_ROOT = "skills"
+PROJECTS_ROOT = "projects"
+AGENTS_ROOT = "agents"
+INSTRUCTIONS_NAME = "AGENTS.md"
+CONFIG_NAME = "agent.toml"
+
+
+def memory_root(workspace: str) -> str:
+    """``<ws>/memory``: the root every memory source lies in ([S1], [S3])."""
+    return f"{workspace}/{MEMORY_ROOT}"
+
+
+def skills_root(workspace: str) -> str:
+    """``<ws>/skills``: the root every skill source lies in ([G2])."""
+    return f"{workspace}/{SKILLS_ROOT}"
+
+
+def projects_root(workspace: str) -> str:
+    """``<ws>/projects``: one directory per project."""
+    return f"{workspace}/{PROJECTS_ROOT}"
+
+
+def agents_root(workspace: str) -> str:
+    """``<ws>/agents``: the agent registry ([G3])."""
+    return f"{workspace}/{AGENTS_ROOT}"
+
+
+def project_dir(workspace: str, project: str) -> str:
+    """``<ws>/projects/<p>``."""
+    return f"{projects_root(workspace)}/{project}"
+
+
+def project_memory(workspace: str, project: str) -> str:
+    """``<ws>/projects/<p>/memory``: whose existence selects the current notes ([S2])."""
+    return f"{project_dir(workspace, project)}/{MEMORY_ROOT}"
+
+
+def memory_source(workspace: str, ref: str) -> str:
+    """[S1]: the canonical source of memory reference ``ref`` — the lexical join of the
+    physical workspace root with ``memory/<ref>``."""
+    return f"{memory_root(workspace)}/{ref}"
+
+
+def notes_sources(workspace: str, project: str) -> tuple[str, str]:
+    """(current, legacy) notes locations of a project ([S2], [O2])."""
+    return (f"{project_memory(workspace, project)}/{NOTES}",
+            f"{memory_root(workspace)}/{project}/{NOTES}")
+
+
+def is_notes(ref: str) -> bool:
+    """Whether runtime path ``ref`` is the notes or lies below them ([S4] shadowing)."""
+    return ref == NOTES or ref.startswith(f"{NOTES}/")
+
+
+def skill_source(workspace: str, name: str) -> str:
+    """[G2]: the canonical source of skill ``name``."""
+    return f"{skills_root(workspace)}/{name}"
+
+
+def instructions_source(workspace: str, project: str) -> str:
+    """[G3]: the canonical source of the project instructions."""
+    return f"{project_dir(workspace, project)}/{INSTRUCTIONS_NAME}"
+
+
+def memory_target(checkout: str, rel: str) -> str:
+    """``<checkout>/.agents/memory/<rel>``."""
+    return f"{checkout}/{MEMORY_DIR}/{rel}"
+
+
+def skill_target(checkout: str, name: str) -> str:
+    """``<checkout>/.agents/skills/<name>``."""
+    return f"{checkout}/{SKILLS_DIR}/{name}"
