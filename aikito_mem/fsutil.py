@@ -284,7 +284,9 @@ def is_blank(path: str, *, follow: bool = False, chunk: int = 1 << 16) -> bool:
         os.close(fd)
 
 
-_SUBDIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: Flags of every directory descriptor the engine walks, verifies and writes through:
+#: never a symlink, never inherited by a child process.
+DIR_NOFOLLOW = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def open_subdir(dir_fd: int | None, name: str) -> int:
@@ -295,7 +297,7 @@ def open_subdir(dir_fd: int | None, name: str) -> int:
     (``ENOTDIR``, or ``ELOOP`` for a symlink on some systems): nothing is ever reached
     through a link.
     """
-    return os.open(name, _SUBDIR_FLAGS, dir_fd=dir_fd)
+    return os.open(name, DIR_NOFOLLOW, dir_fd=dir_fd)
 
 
 def create_new(dir_fd: int, name: str, data: bytes) -> None:

@@ -339,11 +339,11 @@ def test_concurrent_edit_of_agent_toml_makes_apply_stale(ws: WS, edit: str) -> N
 
 
 def _resign(planfile: str, mutate: Any) -> None:
-    from aikito_mem.executor.planfile import _checksum
+    from aikito_mem.executor.planfile import checksum
 
     doc = tomllib.loads(Path(planfile).read_text())
     mutate(doc["plan"])
-    doc["checksum"] = _checksum(doc["plan"])
+    doc["checksum"] = checksum(doc["plan"])
     import tomli_w
 
     Path(planfile).write_text(tomli_w.dumps(doc))

@@ -223,3 +223,87 @@ def test_no_module_over_500_lines() -> None:
     long = {str(p.relative_to(REPO)): n for p in package_files()
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500}
     assert long == {}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _package_imports(path: Path, modules: set[str]) -> tuple[set[str], list[str]]:
+    """(the package modules ``path`` imports anywhere — lazily too —, the private names
+    of another module it imports)."""
+    me = _module_name(path)
+    deps: set[str] = set()
+    private: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if not node.module.startswith("aikito_mem"):
+                continue
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                if full in modules:
+                    deps.add(full)
+                    continue
+                deps.add(node.module)
+                if alias.name.startswith("_") and not alias.name.startswith("__") \
+                        and node.module != me:
+                    private.append(f"{me}: {full}")
+        elif isinstance(node, ast.Import):
+            deps.update(a.name for a in node.names if a.name.startswith("aikito_mem"))
+    deps.discard(me)
+    return deps & modules, private
+
+
+def _import_graph() -> dict[str, set[str]]:
+    files = {_module_name(p): p for p in package_files()}
+    return {m: _package_imports(p, set(files))[0] for m, p in files.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while (w := stack.pop()) != v:
+                comp.append(w)
+            if comp:
+                found.append(sorted([v, *comp]))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle() -> None:
+    """Data flows one way through the floors (docs/design.md): no two rooms import each
+    other, not even lazily, inside a function."""
+    assert _cycles(_import_graph()) == []
+
+
+def test_the_cycle_detector_sees_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+
+
+def test_no_import_of_another_modules_private_name() -> None:
+    """A room imports only the public names of another; the tests too (a private helper
+    a test needs gets a public name).  Monkeypatching a seam is not an import."""
+    modules = {_module_name(p) for p in package_files()}
+    private = [hit for path in [*package_files(), *python_files()]
+               for hit in _package_imports(path, modules)[1]]
+    assert private == []

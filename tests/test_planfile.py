@@ -200,12 +200,12 @@ def test_round_trip_any_unicode_and_ints(text: str, number: int, gen: int | None
 
 def test_missing_defaulted_key_takes_the_default() -> None:
     """Forward compatibility: an absent key with a default loads as that default."""
-    from aikito_mem.executor.planfile import _checksum
+    from aikito_mem.executor.planfile import checksum
 
     document = tomllib.loads(dump_plan(make_plan()).decode())
     del document["plan"]["operations"][0]["entry"]
     del document["plan"]["sources"][1]["identity"]
-    document["checksum"] = _checksum(document["plan"])
+    document["checksum"] = checksum(document["plan"])
     plan = load_plan(tomli_w.dumps(document).encode(), path="p.toml")
     assert plan == make_plan()
 
@@ -314,12 +314,12 @@ def test_unexpected_top_level_key_is_refused() -> None:
 
 def _resigned(mutate: object) -> bytes:
     """A file whose payload was changed and whose checksum was recomputed to match."""
-    from aikito_mem.executor.planfile import _checksum
+    from aikito_mem.executor.planfile import checksum
 
     document = tomllib.loads(dump_plan(make_plan()).decode())
     assert callable(mutate)
     mutate(document["plan"])
-    document["checksum"] = _checksum(document["plan"])
+    document["checksum"] = checksum(document["plan"])
     return tomli_w.dumps(document).encode()
 
 

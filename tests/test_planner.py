@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-from aikito_mem.executor.execute import _by_checkout, _write_order
+from aikito_mem.executor.execute import write_order
+from aikito_mem.executor.verify import operations_by_checkout
 from aikito_mem.model import (
     ABSENT,
     Action,
@@ -368,7 +369,7 @@ def test_p2_directories_emptied_by_unlinks_are_removed_deepest_first() -> None:
     assert all(op.target != BASE for op in plan.operations)
     # Execution order ([E4]): unlinks, then prunes deepest first, then links.
     order = [plan.operations[i].target.removeprefix(BASE + "/")
-             for i in _write_order(plan, _by_checkout(plan)[plan.checkouts[0].path])]
+             for i in write_order(plan, operations_by_checkout(plan)[plan.checkouts[0].path])]
     assert order == ["team/b.md", "team/sub/a.md", "team/sub", "team", "glossary"]
     assert plan.findings == ()
 

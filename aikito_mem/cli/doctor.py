@@ -10,7 +10,7 @@ from aikito_mem.cli.error_handler import end_interrupted, error_handler
 from aikito_mem.cli.options import color_option, json_option, use_color, workspace_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from aikito_mem.commands.doctor.checks import DoctorReport
+    from aikito_mem.commands.doctor.report import DoctorReport
     from aikito_mem.errors import AikitoError, InterruptedError_
     from aikito_mem.render.text import Output
 
@@ -35,7 +35,7 @@ class DoctorView:
                                       color=self.color))
 
     def failed(self, error: AikitoError) -> DoctorReport:
-        from aikito_mem.commands.doctor.checks import DoctorReport
+        from aikito_mem.commands.doctor.report import DoctorReport
 
         return DoctorReport(None, None, self.strict, error=error, fix=self.fix,
                             dry_run=self.dry_run)

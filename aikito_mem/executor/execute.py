@@ -26,14 +26,14 @@ from aikito_mem.errors import (
     StalePlanError,
 )
 from aikito_mem.executor.lock import (
-    _DIR_FLAGS,
     DEFAULT_TIMEOUT,
     Locks,
     check_timeout,
     lock_fd,
     open_root,
 )
-from aikito_mem.executor.verify import _by_checkout, verify
+from aikito_mem.executor.verify import operations_by_checkout, verify
+from aikito_mem.fsutil import DIR_NOFOLLOW
 from aikito_mem.model import (
     SEGMENT_ORDER,
     Action,
@@ -50,7 +50,8 @@ from aikito_mem.model import (
 from aikito_mem.outcome import segment_results
 from aikito_mem.world import observe
 
-__all__ = ["Locks", "execute", "lock_fd", "open_root", "planned_result", "refused", "verify"]
+__all__ = ["Locks", "execute", "lock_fd", "open_root", "planned_result", "refused", "verify",
+           "write_order"]
 
 #: Test seam (races, faults, signals): called as ``hook(op)`` just before each write syscall.
 before_write: Callable[[Operation], None] | None = None
@@ -105,7 +106,7 @@ class _Writer:
         """Open (creating it when planned) the directory ``rel`` inside ``pfd``."""
         name = rel.rpartition("/")[2]
         try:
-            fd = os.open(name, _DIR_FLAGS, dir_fd=pfd)
+            fd = os.open(name, DIR_NOFOLLOW, dir_fd=pfd)
         except FileNotFoundError:
             was = self.recorded.get(rel, Observed(Kind.ABSENT))
             if not create or (was.exists and rel not in self.removed):
@@ -114,7 +115,7 @@ class _Writer:
                 os.mkdir(name, dir_fd=pfd)
             except FileExistsError:
                 raise _Drift(f"{self.co.path}/{rel} appeared while being created") from None
-            fd = os.open(name, _DIR_FLAGS, dir_fd=pfd)
+            fd = os.open(name, DIR_NOFOLLOW, dir_fd=pfd)
         except OSError as exc:
             if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                 raise _Drift(f"{self.co.path}/{rel} is no longer a real directory") from None
@@ -211,7 +212,7 @@ class _Writer:
             raise _Drift(f"target {op.target} appeared") from None
 
 
-def _write_order(plan: Plan, ops: Iterable[tuple[int, Operation]]) -> list[int]:
+def write_order(plan: Plan, ops: Iterable[tuple[int, Operation]]) -> list[int]:
     """Indices of ``co``'s writes in [E4] order: unlinks, prunes (deepest first), links."""
     unlinks: list[int] = []
     prunes: list[int] = []
@@ -375,7 +376,7 @@ def _apply(plan: Plan, locks: Locks) -> SyncResult:
             ) from None
         registered = True
 
-    by_checkout = _by_checkout(plan) if plan.changes else {}
+    by_checkout = operations_by_checkout(plan) if plan.changes else {}
     blocked = plan.blocked_segments
     # [E8]: skills, then instructions, then memory; a blocked segment writes nothing.
     for segment, co, order in _segment_order(plan, by_checkout, blocked):
@@ -441,7 +442,7 @@ def _segment_order(
             if co.state is not CheckoutState.ACTIVE:
                 continue
             ops = [(i, op) for i, op in by_checkout.get(co.path, ()) if op.segment is segment]
-            order = _write_order(plan, ops)
+            order = write_order(plan, ops)
             if order:
                 out.append((segment, co, order))
     return out

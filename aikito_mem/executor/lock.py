@@ -25,8 +25,7 @@ import time
 
 from aikito_mem import signals
 from aikito_mem.errors import ConfigError, LockBusyError
-
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+from aikito_mem.fsutil import DIR_NOFOLLOW
 
 #: The default of ``--lock-timeout`` and of the API's ``lock_timeout`` (seconds).
 DEFAULT_TIMEOUT = 30.0
@@ -47,7 +46,7 @@ def check_timeout(timeout: object) -> float:
 
 def open_root(path: str) -> int:
     """A descriptor of the checkout root directory (``O_NOFOLLOW``: never a symlink)."""
-    return os.open(path, _DIR_FLAGS)
+    return os.open(path, DIR_NOFOLLOW)
 
 
 def lock_fd(fd: int, path: str, timeout: float) -> None:

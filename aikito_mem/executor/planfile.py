@@ -33,7 +33,7 @@ from aikito_mem.errors import ConfigError, PlanFileError
 from aikito_mem.executor.plancodec import Invalid, decode_attrs, describe, encode_attrs
 from aikito_mem.model import Action, CheckoutState, Kind, Plan
 
-__all__ = ["PLAN_SCHEMA", "dump_plan", "load_plan", "read_plan", "write_plan"]
+__all__ = ["PLAN_SCHEMA", "checksum", "dump_plan", "load_plan", "read_plan", "write_plan"]
 
 #: Version of the plan-file format.  Bump it whenever the meaning of a key changes.
 PLAN_SCHEMA = "aikito.plan/1"
@@ -48,7 +48,7 @@ MAX_PLAN_BYTES = 64 * 1024 * 1024
 # Document level
 
 
-def _checksum(payload: Any) -> str:
+def checksum(payload: Any) -> str:
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -64,7 +64,7 @@ def dump_plan(plan: Plan) -> bytes:
     import tomli_w  # lazily: only ``--out`` needs it
 
     payload = _payload(plan)
-    document = {"schema": PLAN_SCHEMA, "checksum": _checksum(payload), "plan": payload}
+    document = {"schema": PLAN_SCHEMA, "checksum": checksum(payload), "plan": payload}
     return tomli_w.dumps(document).encode("utf-8")
 
 
@@ -130,8 +130,8 @@ def _load_plan(data: bytes, *, path: str) -> Plan:
             path=path,
             code="plan.schema",
         )
-    checksum = document.get("checksum")
-    if not isinstance(checksum, str):
+    recorded = document.get("checksum")
+    if not isinstance(recorded, str):
         raise _unusable(path, "has no checksum (it was edited or not written by aikito)",
                         code="plan.checksum", project=project)
     extra = sorted(set(document) - _TOP_KEYS)
@@ -142,10 +142,10 @@ def _load_plan(data: bytes, *, path: str) -> Plan:
         found = "no [plan] table" if raw_plan is None else f"'plan' as {describe(raw_plan)}"
         raise _unusable(path, f"has {found} (it was truncated or edited)", project=project)
     try:
-        actual = _checksum(raw_plan)
+        actual = checksum(raw_plan)
     except (TypeError, ValueError):
         actual = ""
-    if actual != checksum:
+    if actual != recorded:
         raise _unusable(path, "failed its checksum (it was edited or truncated)",
                         code="plan.checksum", project=project)
     try:

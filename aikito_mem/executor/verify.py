@@ -13,7 +13,8 @@ import os
 from collections.abc import Iterable
 
 from aikito_mem import layout
-from aikito_mem.executor.lock import _DIR_FLAGS, Locks
+from aikito_mem.executor.lock import Locks
+from aikito_mem.fsutil import DIR_NOFOLLOW
 from aikito_mem.model import (
     ABSENT,
     Action,
@@ -134,7 +135,7 @@ def verify(plan: Plan, locks: Locks) -> list[str]:
             diffs.append(f"source {name} appeared ({_what(live)})")
         else:
             diffs.append(f"source {name} is now {_what(live)} (was {_what(rec)})")
-    by_checkout = _by_checkout(plan)
+    by_checkout = operations_by_checkout(plan)
     for co in plan.checkouts:
         if co.state is not CheckoutState.ACTIVE:
             continue
@@ -158,7 +159,7 @@ def _fd_observed(fd: int) -> Observed:
     return Observed(obs.kind, None, obs.dev, obs.ino, gen)
 
 
-def _by_checkout(plan: Plan) -> dict[str, list[tuple[int, Operation]]]:
+def operations_by_checkout(plan: Plan) -> dict[str, list[tuple[int, Operation]]]:
     """Operations grouped by checkout once, so per-checkout passes stay linear ([P6])."""
     groups: dict[str, list[tuple[int, Operation]]] = {}
     for i, op in enumerate(plan.operations):
@@ -195,7 +196,7 @@ class _Tree:
         for sub in reversed(chain):
             if fd is not None:
                 try:
-                    fd = os.open(sub.rpartition("/")[2], _DIR_FLAGS, dir_fd=fd)
+                    fd = os.open(sub.rpartition("/")[2], DIR_NOFOLLOW, dir_fd=fd)
                 except OSError as exc:
                     if exc.errno not in _GONE:
                         raise

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from aikito_mem.commands.doctor.checks import CONTRACT_VERSION, Check, DoctorReport
 from aikito_mem.commands.doctor.git import Fix
+from aikito_mem.commands.doctor.report import CONTRACT_VERSION, Check, DoctorReport
 from aikito_mem.model import Severity
 from aikito_mem.render.text import Display, Output, error_json, error_lines, plural
 

@@ -23,12 +23,12 @@ import re
 import stat
 from collections.abc import Iterator
 
+from aikito_mem.fsutil import DIR_NOFOLLOW
 from aikito_mem.model import ABSENT, Kind, Observed
 
 #: ``_IOR('v', 1, long)``: the inode generation number.
 FS_IOC_GETVERSION = 0x80087601
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 #: An entry that vanished, or was replaced by a non-directory / a symlink, meanwhile.
 _GONE = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)
 _EMPTY: Iterator[os.DirEntry[str]] = iter(())
@@ -189,7 +189,7 @@ class Observer:
         """
         out: list[tuple[str, Observed]] = []
         try:
-            top = os.open(root, _DIR_FLAGS)
+            top = os.open(root, DIR_NOFOLLOW)
         except (FileNotFoundError, NotADirectoryError):
             return ()
         stack: list[tuple[int, str, int, Iterator[os.DirEntry[str]]]] = []
@@ -212,7 +212,7 @@ class Observer:
                 out.append((rel, found))
                 if recursive and found.kind is Kind.DIR:
                     try:
-                        sub = os.open(entry.name, _DIR_FLAGS, dir_fd=fd)
+                        sub = os.open(entry.name, DIR_NOFOLLOW, dir_fd=fd)
                     except OSError as exc:
                         if exc.errno in _GONE:
                             continue

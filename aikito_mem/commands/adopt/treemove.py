@@ -33,7 +33,6 @@ import attrs
 from aikito_mem import fsutil
 
 _CHUNK = 1 << 20
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
 
 
@@ -347,7 +346,7 @@ def remove_inventoried(root: str, entries: Sequence[Entry],
     #: Inodes this run unlinked: unlinking one name of a hard-linked file moves the
     #: ``ctime`` of the others.
     unlinked: set[tuple[int, int]] = set()
-    top = os.open(base_dir or ".", _DIR_FLAGS)
+    top = os.open(base_dir or ".", fsutil.DIR_NOFOLLOW)
 
     def where(rel: str) -> tuple[int | None, str]:
         if not rel:
@@ -362,7 +361,7 @@ def remove_inventoried(root: str, entries: Sequence[Entry],
         fd = None
         if pfd is not None:
             try:
-                fd = os.open(name, _DIR_FLAGS, dir_fd=pfd)
+                fd = os.open(name, fsutil.DIR_NOFOLLOW, dir_fd=pfd)
             except OSError:
                 fd = None
             if fd is not None:

@@ -35,23 +35,18 @@ import subprocess
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import attrs
-
 from aikito_mem import layout
 from aikito_mem.commands.doctor import git as doctor_git
 from aikito_mem.commands.doctor.git import ENTRIES, Fix, GitCheckout
+from aikito_mem.commands.doctor.report import Check, DoctorReport
 from aikito_mem.errors import (
-    EXIT_CONFLICT,
-    EXIT_OK,
     AikitoError,
     ConfigError,
     InterruptedError_,
-    exit_code_for,
 )
 from aikito_mem.layout import INDEX_NAME, notes_sources
 from aikito_mem.model import Severity
 
-CONTRACT_VERSION = 1
 OK, WARNING, ERROR = Severity.OK, Severity.WARNING, Severity.ERROR
 #: Largest index file read (bytes); a bigger one is reported, not read.
 MAX_INDEX_BYTES = 4 << 20
@@ -65,51 +60,6 @@ _LINK = re.compile(
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
-
-
-@attrs.frozen
-class Check:
-    """One finding of doctor."""
-
-    id: str
-    status: Severity
-    message: str
-    remedy: str | None = None
-    path: str | None = None
-    project: str | None = None
-
-
-@attrs.frozen
-class DoctorReport:
-    """Every check of one ``aikito doctor`` run."""
-
-    workspace: str | None
-    #: How the workspace was found: ``option``, ``AIKITO_DIR``, ``pointer file``, ``default``.
-    workspace_source: str | None
-    strict: bool
-    checks: tuple[Check, ...] = ()
-    #: The error that ended the command (workspace unusable, a signal).
-    error: AikitoError | None = None
-    #: ``--fix`` was given (with ``--dry-run``: the fixes are only planned).
-    fix: bool = False
-    dry_run: bool = False
-    #: The fixes made (or planned), one per exclude file.
-    fixes: tuple[Fix, ...] = ()
-
-    def count(self, status: Severity) -> int:
-        return sum(1 for c in self.checks if c.status is status)
-
-    @property
-    def failed_fixes(self) -> int:
-        return sum(1 for f in self.fixes if f.status == "failed")
-
-    @property
-    def exit_code(self) -> int:
-        """1 with an error (a warning too with ``--strict``) or a fix that failed."""
-        if self.error is not None:
-            return exit_code_for(self.error)
-        failing = self.count(ERROR) + (self.count(WARNING) if self.strict else 0)
-        return EXIT_CONFLICT if failing or self.failed_fixes else EXIT_OK
 
 
 # --------------------------------------------------------------------------------- checks

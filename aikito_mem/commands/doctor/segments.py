@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from aikito_mem.commands.doctor.checks import Check
+from aikito_mem.commands.doctor.report import Check
 from aikito_mem.layout import instructions_source, memory_source, skill_source
 from aikito_mem.model import CheckoutState, Severity
 

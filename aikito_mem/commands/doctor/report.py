@@ -1,0 +1,61 @@
+"""What ``aikito doctor`` found: one frozen :class:`Check` per finding and the
+:class:`DoctorReport` of a run (its exit code decided here).  The checks and the
+renderer import these values; of doctor's rooms this one imports only git's ``Fix``."""
+
+from __future__ import annotations
+
+import attrs
+
+from aikito_mem.commands.doctor.git import Fix
+from aikito_mem.errors import EXIT_CONFLICT, EXIT_OK, AikitoError, exit_code_for
+from aikito_mem.model import Severity
+
+__all__ = ["CONTRACT_VERSION", "Check", "DoctorReport"]
+
+#: The ``aikito.doctor/1`` document's contract version.
+CONTRACT_VERSION = 1
+
+
+@attrs.frozen
+class Check:
+    """One finding of doctor."""
+
+    id: str
+    status: Severity
+    message: str
+    remedy: str | None = None
+    path: str | None = None
+    project: str | None = None
+
+
+@attrs.frozen
+class DoctorReport:
+    """Every check of one ``aikito doctor`` run."""
+
+    workspace: str | None
+    #: How the workspace was found: ``option``, ``AIKITO_DIR``, ``pointer file``, ``default``.
+    workspace_source: str | None
+    strict: bool
+    checks: tuple[Check, ...] = ()
+    #: The error that ended the command (workspace unusable, a signal).
+    error: AikitoError | None = None
+    #: ``--fix`` was given (with ``--dry-run``: the fixes are only planned).
+    fix: bool = False
+    dry_run: bool = False
+    #: The fixes made (or planned), one per exclude file.
+    fixes: tuple[Fix, ...] = ()
+
+    def count(self, status: Severity) -> int:
+        return sum(1 for c in self.checks if c.status is status)
+
+    @property
+    def failed_fixes(self) -> int:
+        return sum(1 for f in self.fixes if f.status == "failed")
+
+    @property
+    def exit_code(self) -> int:
+        """1 with an error (a warning too with ``--strict``) or a fix that failed."""
+        if self.error is not None:
+            return exit_code_for(self.error)
+        failing = self.count(Severity.ERROR) + (self.count(Severity.WARNING) if self.strict else 0)
+        return EXIT_CONFLICT if failing or self.failed_fixes else EXIT_OK
