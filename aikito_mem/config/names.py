@@ -15,6 +15,7 @@ __all__ = [
     "MAX_COMPONENT_BYTES",
     "component_problem",
     "control_character",
+    "entry_problem",
     "first_clash",
     "fold",
     "found_value",
@@ -95,6 +96,45 @@ def component_problem(name: str) -> str | None:
     if name in (".", ".."):
         return f"is {name!r}, which names no directory of its own"
     return reference_problem(name)
+
+
+def entry_problem(rel: str, *, single: bool = False) -> str | None:
+    """[H3] What a runtime entry's name may be, relative to its segment root: ``None``
+    when the engine may plan and write it, else why not.  The one rule the planners
+    (which entries they unlink) and the writer's guard ([E9], which targets it accepts)
+    both call, so that whatever is planned is accepted and the other way round.
+
+    A name found on disk may hold any bytes but ``/`` and NUL — a trailing space, a
+    newline, bytes that are not UTF-8 (``os.fsdecode`` carries each as a lone surrogate
+    ``U+DC80``–``U+DCFF``): the engine owns a link by its literal ([O1]), never by its
+    name.  What no directory entry can be is refused: an empty path or component, a
+    ``.`` or ``..`` component, an absolute path, a NUL, a component longer than
+    :data:`MAX_COMPONENT_BYTES` bytes, a character that is not a file-name byte (a lone
+    surrogate outside that range) and, with ``single``, more than one component.  The
+    names a user writes in ``agent.toml`` pass the stricter [C3]
+    (:func:`reference_problem`) before they reach a plan.
+    """
+    if not rel:
+        return "is empty"
+    if rel.startswith("/"):
+        return "is absolute (starts with '/')"
+    if single and "/" in rel:
+        return "has more than one component"
+    if "\0" in rel:
+        return "contains a NUL byte"
+    try:
+        data = rel.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as exc:
+        return f"contains U+{ord(rel[exc.start]):04X}, which is no byte of a file name"
+    for component in data.split(b"/"):
+        if not component:
+            return "has an empty component ('//')"
+        if component in (b".", b".."):
+            return f"has a {component.decode()!r} component"
+        if len(component) > MAX_COMPONENT_BYTES:
+            return (f"has a component of {len(component)} bytes, longer than "
+                    f"{MAX_COMPONENT_BYTES}")
+    return None
 
 
 def nfc(name: str) -> str:

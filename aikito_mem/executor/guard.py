@@ -8,7 +8,10 @@ live ``agent.toml`` and the workspace, what the engine would allow:
 - every checkout a write goes to is one ``agent.toml`` lists (active now), or the one
   checkout named explicitly (``sync project NAME PATH``, ``Project.plan(path=...)``);
 - every write target is ``<checkout>/<segment root>/<clean relative path>``
-  (the rules of [C3]: no ``..``, ``.`` or empty component, nothing absolute);
+  (:func:`~aikito_mem.config.names.entry_problem`, the one rule the planners call too
+  [H3]: no ``..``, ``.`` or empty component, nothing absolute — whatever bytes a name
+  found on disk holds otherwise; a CREATE's name is also one the live ``agent.toml`` or
+  registry wants, so it passed [C3]);
 - every CREATE writes the canonical source the engine derives for that target ([S1];
   for ``notes`` the source [S2] selects now, [S4] shadowing included) of a resource the
   live ``agent.toml`` wants;
@@ -38,7 +41,7 @@ from collections.abc import Callable, Iterator
 import attrs
 
 from aikito_mem import layout
-from aikito_mem.config.names import reference_problem
+from aikito_mem.config.names import entry_problem
 from aikito_mem.errors import ConfigError, UnsafePlanError
 from aikito_mem.model import (
     Action,
@@ -196,14 +199,6 @@ SEGMENTS: dict[SegmentName, SegmentRule] = {
 }
 
 
-def _clean(rel: str, single: bool) -> str | None:
-    """Why ``rel`` is not a clean relative path ([C3]), or ``None``."""
-    problem = reference_problem(rel)
-    if problem is None and single and "/" in rel:
-        problem = "has more than one component"
-    return problem
-
-
 def _live_config(plan: Plan) -> tuple[ProjectConfig, str | None]:
     from aikito_mem.config.agent_toml import parse_project_config
     from aikito_mem.config.discovery import home_directory
@@ -308,7 +303,8 @@ def _refuse(op: Operation, ctx: _Context, active: set[str],
     if not op.target.startswith(prefix):
         return f" is outside {prefix}; expected a target below it"
     rel = op.target[len(prefix):]
-    problem = _clean(rel, rule.single_component)
+    # [H3]: the planners' own rule for what a runtime entry may be called.
+    problem = entry_problem(rel, single=rule.single_component)
     if problem is not None:
         return f": the path below {prefix} {problem}; expected a clean relative path"
     if op.action is _CREATE:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable
 
+from aikito_mem.config.names import entry_problem
 from aikito_mem.layout import (
     AGENTS_DIR,
     DESCRIPTOR,
@@ -137,7 +138,9 @@ class _CheckoutPlanner:
                 # Not a stale entry ([P2]): an intermediate that is not a real directory is
                 # a CONFLICT of the resource below it ([O4]), even when it is aikito's link.
                 continue
-            if obs.kind is Kind.LINK:
+            if obs.kind is Kind.LINK and entry_problem(rel) is None:
+                # [H3]: any name an owned link can have on disk is unlinked — the rule
+                # the writer's guard applies to the same target.
                 cand = owns(obs.literal, self.link_dir(rel),
                             history(self.workspace, rel, self.notes_history))
                 if cand is not None:

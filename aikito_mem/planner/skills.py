@@ -9,6 +9,7 @@ preserved with a warning.  No I/O happens here.
 
 from __future__ import annotations
 
+from aikito_mem.config.names import entry_problem
 from aikito_mem.layout import AGENTS_DIR, SKILLS_DIR, skill_source, skill_target, skills_root
 from aikito_mem.model import (
     ABSENT,
@@ -83,8 +84,9 @@ def plan_checkout(
         if name in selected:
             continue
         target = f"{base}/{name}"
-        if obs.kind is Kind.LINK and owns(obs.literal, base,
-                                          (skill_source(workspace, name),)) is not None:
+        if obs.kind is Kind.LINK and entry_problem(name, single=True) is None and owns(
+                obs.literal, base, (skill_source(workspace, name),)) is not None:
+            # [H3]: whatever bytes its name holds — the writer's guard applies this rule.
             ops.append(_op(Action.UNLINK, checkout, target,
                            "no longer wanted: aikito's link for a skill that was removed",
                            resource=name, source=skill_source(workspace, name), observed=obs))

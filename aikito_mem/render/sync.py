@@ -22,7 +22,14 @@ from aikito_mem.model import (
 )
 from aikito_mem.outcome import SyncReport, segment_results
 from aikito_mem.render.paths import Paths
-from aikito_mem.render.text import Display, Output, error_json, error_lines, plural
+from aikito_mem.render.text import (
+    Display,
+    Output,
+    error_json,
+    error_lines,
+    plural,
+    shown_name,
+)
 
 SCHEMA = "aikito.sync/2"
 
@@ -185,8 +192,8 @@ def _op_line(op: Operation, status: Status | None, offline: bool,
     mark = ""
     if status is Status.NOT_APPLIED or status is Status.UNKNOWN:
         mark = f" [{status.value}]"
-    target = paths.target(op)
-    source = paths.source(op.source) if op.source is not None else None
+    target = shown_name(paths.target(op))
+    source = shown_name(paths.source(op.source)) if op.source is not None else None
     if a is Action.CREATE:
         return display.line(f"  + {target} -> {source}{mark}", "green")
     if a is Action.UNLINK:

@@ -15,7 +15,7 @@ from aikito_mem.commands.sync_all import SyncAllReport
 from aikito_mem.outcome import SyncReport
 from aikito_mem.render.sync import document as sync_document
 from aikito_mem.render.sync import text_lines
-from aikito_mem.render.text import Display, Output, error_json, message_lines, plural
+from aikito_mem.render.text import Display, Output, error_json, listed, message_lines, plural
 
 SCHEMA = "aikito.sync-all/1"
 
@@ -84,14 +84,13 @@ def text(report: SyncAllReport, display: Display) -> tuple[list[str], list[str]]
         if project.error is not None and project.error is not report.error:
             errors.extend(message_lines(
                 f"project {project.project}: {project.error.message}", display,
-                getattr(project.error, "differences", None) or ()))
+                listed(project.error)))
     lines.append("")
     worst = next((w for w in reversed(_ORDER) if w in outcome_counts(report)), None)
     colour = "yellow" if not report.projects else _COLOUR.get(worst or "")
     lines.append(display.line(summary_line(report), colour))
     if report.error is not None:
-        errors.extend(message_lines(report.error.message, display,
-                                    getattr(report.error, "differences", None) or ()))
+        errors.extend(message_lines(report.error.message, display, listed(report.error)))
     return lines, errors
 
 

@@ -44,6 +44,35 @@ def printable(text: str) -> str:
     return "".join(ch if ch.isprintable() else _escape(ch) for ch in text)
 
 
+def _spaced(text: str) -> bool:
+    """Whether a component of the path ``text`` starts or ends with white space."""
+    return any(part[:1].isspace() or part[-1:].isspace() for part in text.split("/"))
+
+
+def shown_name(text: str) -> str:
+    """A path or name as an operation line shows it ([H3]): as it is when it reads
+    unambiguously; quoted the way a shell reads it back when it has a component with
+    leading or trailing white space (``'b.md '``) or a character a terminal would not show
+    (``$'n\\nl'``, ``$'x\\xff'`` for a byte that is not UTF-8) — so the name can be told
+    apart, and pasted."""
+    if text.isprintable():
+        if not _spaced(text):
+            return text
+        if "'" not in text:
+            return f"'{text}'"
+    body = "".join("\\\\" if ch == "\\" else "\\'" if ch == "'" else
+                   ch if ch.isprintable() else _shell_escape(ch) for ch in text)
+    return f"$'{body}'"
+
+
+def _shell_escape(ch: str) -> str:
+    """``ch`` inside ``$'…'``: as :func:`_escape`, but a character of U+0080–U+00FF as
+    ``\\u00XX`` (``\\xXX`` is the raw byte there, which is what a surrogate stands for)."""
+    if 0x80 <= ord(ch) < 0x100:
+        return f"\\u{ord(ch):04x}"
+    return _escape(ch)
+
+
 def for_stream(text: str, encoding: str | None) -> str:
     """``text`` with what ``encoding`` cannot represent shown as ``\\u2014``-style escapes:
     a terminal in ISO-8859-15 (or ASCII) gets every line, never an encoding error."""
@@ -111,6 +140,9 @@ def error_json(error: AikitoError) -> dict[str, Any]:
     differences = getattr(error, "differences", None)
     if differences:
         doc["differences"] = list(differences)
+        omitted = getattr(error, "omitted", 0)
+        if omitted:
+            doc["differences_omitted"] = omitted
     if error.path:
         doc["path"] = error.path
     return doc
@@ -118,14 +150,25 @@ def error_json(error: AikitoError) -> dict[str, Any]:
 
 def error_lines(error: AikitoError, display: Display) -> tuple[str, ...]:
     """The error message for stderr (see :func:`message_lines`)."""
-    return message_lines(error.message, display, getattr(error, "differences", None) or ())
+    return message_lines(error.message, display, listed(error))
+
+
+def listed(error: BaseException) -> tuple[str, ...]:
+    """The items an error lists on lines of their own: a stale plan's differences (and a
+    line counting those left out), a refused plan's refusals."""
+    differences = tuple(getattr(error, "differences", None) or ())
+    if differences and all(isinstance(d, str) for d in differences):
+        omitted = getattr(error, "omitted", 0)
+        more = (f"… and {omitted} more difference{'s' * (omitted != 1)}",) if omitted else ()
+        return differences + more
+    return tuple(getattr(error, "refusals", None) or ())
 
 
 def message_lines(message: str, display: Display,
                   differences: Sequence[str] = ()) -> tuple[str, ...]:
-    """A message for stderr, ``aikito:``-prefixed.  A message that lists its differences on
-    lines of their own keeps those lines (each one printable); any other newline in a
-    message is escaped like every other control character."""
+    """A message for stderr, ``aikito:``-prefixed.  A message that lists its differences
+    (or refusals) on lines of their own keeps those lines (each one printable); any other
+    newline in a message is escaped like every other control character."""
     prefix = display.line("aikito:", "red", bold=True)
     if differences and "\n" in message:
         head = message.split("\n", 1)[0]
