@@ -190,10 +190,14 @@ def parse_agent_file(name: str, data: bytes, file: str) -> AgentEntry:
 
 
 def _reserved(path: str) -> str | None:
-    first = path.split("/", 1)[0].casefold()
-    for reserved in _RESERVED:
-        if first == reserved:
-            return reserved
+    """The reserved name ([H4]: ``.agents``, ``.git``, in any letter case) that a
+    component of ``path`` is, at any depth — ``vendor/lib/.git/hooks/post-checkout``
+    would make the instructions a hook of a nested repository — else ``None``."""
+    for component in path.split("/"):
+        folded = component.casefold()
+        for reserved in _RESERVED:
+            if folded == reserved:
+                return reserved
     return None
 
 
@@ -207,9 +211,9 @@ def build_registry(entries: Iterable[AgentEntry]) -> Registry:
         reserved = _reserved(entry.instruction_path)
         if reserved is not None:
             raise _error(entry.file, f"agents.{entry.name}.project_instruction_path",
-                         f"{entry.instruction_path!r} is inside {reserved}",
-                         f"choose a path outside {reserved}/ (aikito owns .agents; git owns "
-                         ".git)")
+                         f"{entry.instruction_path!r} has a {reserved} component",
+                         f"choose a path with no {reserved} component (aikito owns .agents; "
+                         "git owns every .git, a nested repository's too)")
         by_path.setdefault(entry.instruction_path, []).append(entry)
     paths = sorted(by_path)
     for path in paths:

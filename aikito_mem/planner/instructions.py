@@ -82,8 +82,9 @@ def _plan_target(checkout: str, source: InstructionSource,
     owned = obs.kind is Kind.LINK and owns(obs.literal, link_dir, (src,)) is not None
     if source.state is InstructionState.UNSAFE:
         return _op(Action.CONFLICT, checkout, rel, source.problem or f"{src} is unsafe", src,
-                   remedy=f"make {src} a regular file inside the workspace (or a symlink "
-                   "that stays inside it), or remove it", observed=obs)
+                   remedy=f"make {src} a regular file inside the workspace, reached "
+                   "through directories and symlinks that stay inside it, or remove it",
+                   observed=obs)
     blocked_parent: tuple[str, Observed] | None = None
     missing_parent = False
     for prel, pobs in target.parents:

@@ -67,6 +67,16 @@ def _within(path: str, root: str) -> bool:
 def instruction_source(workspace: str, project: str, observer: Observer) -> InstructionSource:
     """The state of the project instructions source ([G3]) and what to re-check ([P5])."""
     path = instructions_source(workspace, project)
+    # [H4]: every component on the way is checked, as a memory source's is ([S3]):
+    # ``projects/`` or ``projects/<p>/`` as a symlink that leaves the workspace makes the
+    # source unsafe, exactly as a symlinked AGENTS.md that leaves it does.
+    from aikito_mem.world.resources import _SourceWalker
+
+    problem, _, on_the_way = _SourceWalker(observer).check(
+        workspace, ["projects", project], what="workspace", dir_only=True)
+    if problem is not None:
+        return InstructionSource(path, InstructionState.UNSAFE,
+                                 f"{path} is not reached safely: {problem}", on_the_way)
     try:
         obs = observer.lstat(path)
     except OSError as exc:
