@@ -102,16 +102,36 @@ class ProjectPrepareConflictError(ConflictError):
         self.project = project
 
 
+#: How many differences a stale plan's error lists, in its message, its text and its
+#: JSON document; the rest are counted (``omitted``), so that a plan of many references
+#: that all changed is a short document, not one sentence per path.
+DIFFERENCES_LISTED = 20
+
+#: What separates a message's head from its listed items (one per line of their own).
+ITEM = "\n  - "
+
+
 class StalePlanError(AikitoError):
-    """The world changed between planning and execution; nothing was written (exit 3)."""
+    """The world changed between planning and execution; nothing was written (exit 3).
+
+    ``differences`` holds the first :data:`DIFFERENCES_LISTED` differences found and
+    ``omitted`` the number of the others; a message listing them is cut the same way."""
 
     exit_code = EXIT_STALE
     outcome = "stale"
 
     def __init__(self, message: str, *, differences: tuple[str, ...], result: Any = None) -> None:
+        shown = tuple(differences[:DIFFERENCES_LISTED])
+        omitted = len(differences) - len(shown)
+        head, listed, _ = message.partition(ITEM)
+        if listed and omitted:
+            message = (head + ITEM + ITEM.join(shown)
+                       + f"{ITEM}… and {omitted} more difference{'s' * (omitted != 1)}")
         super().__init__(message, code="sync.stale")
-        #: One sentence per difference found.
-        self.differences = differences
+        #: One sentence per difference found (the first :data:`DIFFERENCES_LISTED`).
+        self.differences = shown
+        #: How many differences were found beyond those.
+        self.omitted = omitted
         #: The result (operation statuses) when the drift was found mid-way.
         self.result = result
 

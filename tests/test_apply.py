@@ -461,3 +461,40 @@ def test_compare_names_nothing_for_equal_plans(ws: WS) -> None:
     assert compare(plan, ws.project("demo").plan()) == []
     assert compare(plan, plan.evolve(operations=plan.operations[::-1])) == [
         f"the operations of checkout {plan.checkouts[0].path} are in another order"]
+
+
+def test_a_stale_refusal_lists_the_first_differences_and_counts_the_rest(ws: WS) -> None:
+    """A 30-reference plan whose every target changed: the document lists 20 differences
+    and counts the others, in JSON and in text — a short document, whatever the plan."""
+    from aikito_mem.errors import DIFFERENCES_LISTED
+
+    refs = [f"r{i:02d}.md" for i in range(30)]
+    for ref in refs:
+        ws.add_file(ref, "x\n")
+    co = ws.checkout("main")
+    ws.write_config("demo", memory=refs, paths=[co])
+    plan = f"{ws.base}/plan.toml"
+    res = invoke("--workspace", ws.root, "sync", "project", "demo", "--dry-run",
+                 "--out", plan)
+    assert res.exit_code == 0, res.output
+    os.makedirs(f"{co}/.agents/memory")
+    for ref in refs:
+        Path(co, ".agents/memory", ref).write_text("the user's\n")
+    before = snapshot(*ws.roots())
+    res = invoke("--workspace", ws.root, "apply", plan, "--json")
+    doc = doc_of(res)
+    assert res.exit_code == 3 == doc["exit_code"]
+    error = doc["error"]
+    assert len(error["differences"]) == DIFFERENCES_LISTED == 20
+    assert error["differences_omitted"] >= 10
+    assert error["message"].count("\n  - ") == DIFFERENCES_LISTED + 1  # + "… and N more"
+    assert f"… and {error['differences_omitted']} more differences" in error["message"]
+    assert len(res.stdout) < 40_000
+    assert changed(before, snapshot(*ws.roots())) == set()
+
+    text = invoke("--workspace", ws.root, "apply", plan)
+    assert text.exit_code == 3
+    lines = text.stderr.splitlines()
+    assert lines[0].startswith("aikito: the plan is stale")
+    assert len(lines) == 1 + DIFFERENCES_LISTED + 1
+    assert lines[-1] == f"  - … and {error['differences_omitted']} more differences"

@@ -848,3 +848,56 @@ def test_the_operation_in_flight_is_finished_even_inside_an_interruptible_caller
     assert [statuses[i] for i in order] == ["applied", "applied"] + ["not_applied"] * 3
     for i in order[:2]:
         assert os.path.islink(plan.operations[i].target)
+
+
+# -- statuses and messages of a run blocked in part ([E8], §9) ---------------------------
+
+
+def _memory_blocked(ws: WS) -> tuple[str, str]:
+    """Skills has one link to create; memory a NOOP, a SKIP (an offline checkout) and a
+    CONFLICT (the user's file at a target)."""
+    ws.add_skill("review")
+    ws.add_file("a.md", "a\n")
+    ws.add_file("b.md", "b\n")
+    co = ws.checkout("main")
+    ws.write_config("demo", memory=["a.md", "b.md"], skills=["review"],
+                    paths=[co, f"{ws.base}/unplugged"])
+    os.makedirs(f"{co}/.agents/memory")
+    os.symlink(ws.memory_path("a.md"), f"{co}/.agents/memory/a.md")
+    Path(co, ".agents/memory/b.md").write_text("the user's b\n")
+    return co, f"{ws.base}/unplugged"
+
+
+def test_every_operation_of_a_blocked_segment_is_not_applied(ws: WS) -> None:
+    """§9: NOOPs and SKIPs of a blocked segment too, whatever blocked it; the segment
+    that proceeded keeps its own statuses."""
+    from aikito_mem.errors import ConflictError
+
+    co, _ = _memory_blocked(ws)
+    with pytest.raises(ConflictError) as info:
+        ws.project("demo").sync()
+    result = info.value.result
+    by_segment: dict[str, set[tuple[str, str]]] = {}
+    for op, status in zip(result.plan.operations, result.statuses, strict=True):
+        by_segment.setdefault(op.segment.value, set()).add((op.action.value, status.value))
+    assert by_segment["memory"] == {("NOOP", "not_applied"), ("SKIP", "not_applied"),
+                                    ("CONFLICT", "not_applied")}
+    assert ("CREATE", "applied") in by_segment["skills"]
+    assert os.readlink(f"{co}/.agents/skills/review") == f"{ws.root}/skills/review"
+    message = info.value.message
+    assert "nothing of it was written, the other segments were applied" in message
+    assert message.count("written") == 1
+
+
+def test_a_plan_refused_as_a_whole_says_nothing_was_written_once(ws: WS) -> None:
+    from aikito_mem.errors import ConflictError
+
+    ws.add_file("b.md", "b\n")
+    co = ws.checkout("main")
+    ws.write_config("demo", memory=["b.md"], paths=[co])
+    os.makedirs(f"{co}/.agents/memory")
+    Path(co, ".agents/memory/b.md").write_text("the user's b\n")
+    with pytest.raises(ConflictError) as info:
+        ws.project("demo").sync()
+    assert "; nothing was written — " in info.value.message
+    assert info.value.message.count("written") == 1

@@ -380,6 +380,33 @@ def test_cli_reports_a_refusal_as_one_json_document(
     assert changed(before, snapshot(*w.roots())) == set()
 
 
+def test_cli_text_lists_each_refusal_on_a_line_of_its_own(
+    w: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The text form of a refusal: one head line, then one line per refused write —
+    never a literal ``\\n`` inside a line, and "nothing was written" said once."""
+    from click.testing import CliRunner
+
+    from aikito_mem.cli import cli
+
+    real = Project.plan_locked
+
+    def tampered(self: Project, *args: object, **kwargs: object) -> Plan:
+        plan = real(self, *args, **kwargs)  # type: ignore[arg-type]
+        return _source_outside(w, _unlink_users_link(w, plan))
+
+    monkeypatch.setattr(Project, "plan_locked", tampered)
+    res = CliRunner().invoke(cli, ["--workspace", w.ws.root, "sync", "project", "demo"],
+                             catch_exceptions=False)
+    assert res.exit_code == 4
+    lines = res.stderr.splitlines()
+    assert lines[0].startswith("aikito: refused: the plan asks for 2 writes")
+    assert [line[:4] for line in lines[1:]] == ["  - ", "  - "]
+    assert sorted(line.split()[1] for line in lines[1:]) == ["CREATE", "UNLINK"]
+    assert not any("\\n" in line for line in lines)
+    assert res.stderr.count("nothing was written") == 1
+
+
 def test_segment_table_has_memory_rules() -> None:
     rule = guard.SEGMENTS[SegmentName.MEMORY]
     assert rule.root == ".agents/memory" and rule.prunes and not rule.single_component

@@ -229,9 +229,14 @@ def write_order(plan: Plan, ops: Iterable[tuple[int, Operation]]) -> list[int]:
 def _final_statuses(plan: Plan, applied: set[int], unknown: set[int],
                     dry_run: bool = False) -> tuple[Status, ...]:
     out = []
+    blocked = plan.blocked_segments
     for i, op in enumerate(plan.operations):
         if dry_run:
             out.append(Status.PLANNED)
+        elif op.segment in blocked:
+            # §9: every operation of a blocked segment, whatever blocked it — its NOOPs
+            # and SKIPs included.
+            out.append(Status.NOT_APPLIED)
         elif op.action is Action.NOOP:
             out.append(Status.UNCHANGED)
         elif op.action is Action.SKIP:
@@ -256,12 +261,12 @@ def refused(plan: Plan, outcome: str) -> SyncResult:
 def _blocked_error(plan: Plan, *, partial: bool) -> ConflictError:
     n = len(plan.conflicts)
     names = ", ".join(seg.value for seg in SEGMENT_ORDER if seg in plan.blocked_segments)
-    tail = ("the other segments were applied" if partial else
-            "nothing was written")
+    written = (f"nothing of {'them' if ',' in names else 'it'} was written, the other "
+               "segments were applied" if partial else "nothing was written")
     return ConflictError(
         f"plan for project {plan.project!r} has {n} conflict{'s' * (n != 1)} in the "
-        f"{names} segment{'s' * (',' in names)}; nothing of {'them' if ',' in names else 'it'} "
-        f"was written, {tail} — resolve each conflict as it says and run again",
+        f"{names} segment{'s' * (',' in names)}; {written} — resolve each conflict as it "
+        "says and run again",
         conflicts=plan.conflicts, plan=plan,
     )
 
