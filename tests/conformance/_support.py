@@ -1,6 +1,6 @@
 """Helpers of the black-box conformance suite (:mod:`tests.conformance`): the world
 builder :class:`W`, the real ``aikito`` process runner and the checks of the JSON
-document SPEC §9 defines.  Written from SPEC.md alone: it drives the product only through
+document SPEC §9 defines.  Written from the specification alone: it drives the product only through
 its command line and its public API."""
 
 from __future__ import annotations

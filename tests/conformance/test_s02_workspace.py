@@ -1,6 +1,6 @@
 """§2 Workspace layout and discovery: [W1] [W2].
 
-Black-box conformance, from SPEC.md alone: see :mod:`tests.conformance`."""
+Black-box conformance, from the specification alone: see :mod:`tests.conformance`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """§3 ``agent.toml``: [C1]–[C7].
 
-Black-box conformance, from SPEC.md alone: see :mod:`tests.conformance`."""
+Black-box conformance, from the specification alone: see :mod:`tests.conformance`."""
 
 from __future__ import annotations
 

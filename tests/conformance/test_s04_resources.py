@@ -1,6 +1,6 @@
 """§4 Resources: [S1]–[S4].
 
-Black-box conformance, from SPEC.md alone: see :mod:`tests.conformance`."""
+Black-box conformance, from the specification alone: see :mod:`tests.conformance`."""
 
 from __future__ import annotations
 

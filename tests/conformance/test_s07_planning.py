@@ -1,6 +1,6 @@
 """§7 Planning: [P1]–[P4].
 
-Black-box conformance, from SPEC.md alone: see :mod:`tests.conformance`."""
+Black-box conformance, from the specification alone: see :mod:`tests.conformance`."""
 
 from __future__ import annotations
 

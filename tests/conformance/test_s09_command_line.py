@@ -1,6 +1,6 @@
 """§9 Command line: exit codes, JSON, text, ``--check``, saved plans.
 
-Black-box conformance, from SPEC.md alone: see :mod:`tests.conformance`."""
+Black-box conformance, from the specification alone: see :mod:`tests.conformance`."""
 
 from __future__ import annotations
 

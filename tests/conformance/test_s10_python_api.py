@@ -1,6 +1,6 @@
 """§10 Python API: [A1]–[A3].
 
-Black-box conformance, from SPEC.md alone: see :mod:`tests.conformance`."""
+Black-box conformance, from the specification alone: see :mod:`tests.conformance`."""
 
 from __future__ import annotations
 
