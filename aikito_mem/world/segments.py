@@ -20,6 +20,7 @@ from aikito_mem import fsutil
 from aikito_mem.config.registry import InstructionTarget, Registry, detected
 from aikito_mem.layout import (
     LEGACY_INSTRUCTIONS,
+    PROJECTS_ROOT,
     SKILLS_DIR,
     instructions_source,
     skill_source,
@@ -70,10 +71,10 @@ def instruction_source(workspace: str, project: str, observer: Observer) -> Inst
     # [H4]: every component on the way is checked, as a memory source's is ([S3]):
     # ``projects/`` or ``projects/<p>/`` as a symlink that leaves the workspace makes the
     # source unsafe, exactly as a symlinked AGENTS.md that leaves it does.
-    from aikito_mem.world.resources import _SourceWalker
+    from aikito_mem.world.resources import SourceWalker
 
-    problem, _, on_the_way = _SourceWalker(observer).check(
-        workspace, ["projects", project], what="workspace", dir_only=True)
+    problem, _, on_the_way = SourceWalker(observer).check(
+        workspace, [PROJECTS_ROOT, project], what="workspace", dir_only=True)
     if problem is not None:
         return InstructionSource(path, InstructionState.UNSAFE,
                                  f"{path} is not reached safely: {problem}", on_the_way)
