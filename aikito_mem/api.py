@@ -159,8 +159,9 @@ class Project:
         self, path: str | None, observer: Observer, *, register: bool
     ) -> tuple[tuple[_checkouts.Slot, ...], str | None, str | None]:
         if path is None:
-            return _checkouts.slots(self.config, observer, strict=True), None, None
-        slot, registered = _checkouts.explicit_slot(self.config, path, observer)
+            return _checkouts.slots(self.config, observer, home=self._home()), None, None
+        slot, registered = _checkouts.explicit_slot(self.config, path, observer,
+                                                    home=self._home())
         given = _checkouts.given_path(path)
         reg = (plan_registration(self.config, given, slot.path, home=self._home(),
                                  observer=observer) if register and not registered else None)
@@ -306,9 +307,13 @@ class Project:
         self._check_agent(agent)
         observer = Observer()
         if path is None:
-            active = [s for s in _checkouts.slots(self.config, observer, strict=True)
-                      if s.state is CheckoutState.ACTIVE]
+            listed = _checkouts.slots(self.config, observer, home=self._home())
+            active = [s for s in listed if s.state is CheckoutState.ACTIVE]
             if not active:
+                for slot in listed:  # [H1]: say why rather than "no active checkout"
+                    if slot.code is not None:
+                        raise ConfigError(f"{slot.reason} — pass path=", code=slot.code,
+                                          path=slot.path)
                 raise ConfigError(
                     f"project {self.name!r} has no active checkout (none of its paths in "
                     f"{self.config.config_path} exists on this machine) — pass path=",
@@ -323,7 +328,8 @@ class Project:
                 )
             slot = active[0]
         else:
-            slot, _registered = _checkouts.explicit_slot(self.config, path, observer)
+            slot, _registered = _checkouts.explicit_slot(self.config, path, observer,
+                                                         home=self._home())
         with Locks() as locks:
             locks.acquire([slot.path], DEFAULT_TIMEOUT)
             plan = self._plan((slot,), Observer(), explicit=slot.path, register=None,

@@ -174,16 +174,17 @@ def test_explicit_path_with_a_control_character_is_refused(env: Env, char: str) 
 
 
 # --------------------------------------------------------------------------- inside the workspace
+# [H1] as a whole is tests/test_refused_checkouts.py; these are the workspace's own trees.
 
 
 @pytest.mark.parametrize(
     "where",
     ["memory/team", "memory", "skills/s", "projects/demo/memory", "projects/demo/memory/x",
-     "projects/other/memory/notes", "memory-link/sub"],
+     "projects/other/memory/notes", "memory-link/sub", "elsewhere", "projects/demo/other"],
 )
-def test_checkout_inside_the_workspace_trees_is_a_configuration_error(
-    env: Env, where: str
-) -> None:
+def test_checkout_inside_the_workspace_is_refused(env: Env, where: str) -> None:
+    """Listed: an invalid checkout, its segments blocked (exit 1), nothing written; given
+    explicitly: a configuration error (exit 4), nothing registered."""
     (env.ws / "elsewhere").mkdir()
     (env.ws / "memory/team").mkdir(parents=True, exist_ok=True)
     os.symlink(env.ws / "memory", env.base / "memory-link")
@@ -193,12 +194,13 @@ def test_checkout_inside_the_workspace_trees_is_a_configuration_error(
     before = snapshot(env.base)
     for args in ((), ("--dry-run",)):
         code, doc = env.json("demo", *args)
-        assert code == 4, doc
-        assert doc["error"]["code"] == "config.checkout_in_workspace"
-        assert os.path.realpath(inside) in doc["error"]["message"]
-        assert "link cycle" in doc["error"]["message"]
+        assert code == 1, doc
+        assert paths_of(doc)[1] == ("2", os.path.realpath(inside), "invalid")
+        conflict, = [op for op in doc["operations"] if op["action"] == "CONFLICT"]
+        assert "link cycle" in conflict["reason"]
     code, doc = env.json("demo", str(inside), "--no-register")
     assert code == 4 and doc["error"]["code"] == "config.checkout_in_workspace"
+    assert os.path.realpath(inside) in doc["error"]["message"]
     assert changed(before, snapshot(env.base)) == set()
 
 
@@ -211,14 +213,16 @@ def test_checkout_inside_a_symlinked_memory_tree(env: Env) -> None:
     (real / "sub").mkdir()
     env.config(["glossary.md"], [real / "sub"])
     code, doc = env.json("demo", "--dry-run")
+    assert code == 1 and paths_of(doc)[0][2] == "invalid", doc
+    code, doc = env.json("demo", str(real / "sub"), "--dry-run")
     assert code == 4 and doc["error"]["code"] == "config.checkout_in_workspace"
 
 
-def test_checkout_beside_the_workspace_trees_is_fine(env: Env) -> None:
-    for name in ("memory-old", "projects/demo/other", "skillset"):
-        (env.ws / name).mkdir(parents=True)
-    env.config(["glossary.md"], [env.ws / "memory-old", env.ws / "projects/demo/other",
-                                 env.ws / "skillset"])
+def test_checkout_beside_the_workspace_is_fine(env: Env) -> None:
+    for name in ("memory-old", "ws-old/projects/demo", "skillset"):
+        (env.base / name).mkdir(parents=True)
+    env.config(["glossary.md"], [env.base / "memory-old", env.base / "ws-old/projects/demo",
+                                 env.base / "skillset"])
     code, doc = env.json("demo", "--dry-run")
     assert code == 0, doc
 
@@ -238,7 +242,7 @@ def test_status_and_doctor_report_it_without_a_traceback(env: Env) -> None:
     env.config(["glossary.md"], [inside])
     status = env.run("status", "--json")
     project, = one_json(status.stdout)["projects"]
-    assert project["error"]["code"] == "config.checkout_in_workspace"
+    assert [c["state"] for c in project["checkouts"]] == ["invalid"]
     doctor = env.run("doctor", "--json")
     assert doctor.exception is None or isinstance(doctor.exception, SystemExit)
     one_json(doctor.stdout)

@@ -470,7 +470,7 @@ def plan_registration(config: ProjectConfig, given: str, physical: str, *,
     from aikito_mem.model import CheckoutState
     from aikito_mem.world import checkouts
 
-    for slot in checkouts.slots(config, observer):
+    for slot in checkouts.slots(config, observer, home=home or ""):
         if slot.state is not CheckoutState.ACTIVE or slot.path == physical:
             continue
         inside = physical.startswith(slot.path.rstrip("/") + "/")

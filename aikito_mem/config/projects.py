@@ -314,7 +314,7 @@ def find_checkouts(
                 raise
             broken.append(name)
             continue
-        for slot in _checkouts.slots(config, observer):
+        for slot in _checkouts.slots(config, observer, home=home_directory(environ) or ""):
             if slot.state is not CheckoutState.ACTIVE:
                 continue
             found = _match(slot, path, ancestors)

@@ -214,15 +214,18 @@ def _live_config(plan: Plan) -> tuple[ProjectConfig, str | None]:
                                 config_path=config_path, home=home or ""), home
 
 
-def _allowed_checkouts(plan: Plan, config: ProjectConfig) -> tuple[set[str], str]:
-    """Physical paths a write may go to, and how they were found (for messages)."""
+def _allowed_checkouts(plan: Plan, config: ProjectConfig, home: str | None
+                       ) -> tuple[set[str], str]:
+    """Physical paths a write may go to, and how they were found (for messages): never a
+    place [H1] refuses, whatever the plan says."""
     from aikito_mem.world import checkouts as _checkouts
     from aikito_mem.world.observe import Observer
 
     if plan.explicit_path is not None:
-        slot, _ = _checkouts.explicit_slot(config, plan.explicit_path, Observer())
+        slot, _ = _checkouts.explicit_slot(config, plan.explicit_path, Observer(),
+                                           home=home or "")
         return {slot.path}, f"the checkout named explicitly ({plan.explicit_path})"
-    active = {s.path for s in _checkouts.slots(config, Observer())
+    active = {s.path for s in _checkouts.slots(config, Observer(), home=home or "")
               if s.state is CheckoutState.ACTIVE}
     return active, f"the active checkouts {config.config_path} lists"
 
@@ -249,7 +252,7 @@ def _refusals(plan: Plan) -> Iterator[str]:
             yield ("the plan registers a checkout without the sha256 of agent.toml that the "
                    "compare-and-swap needs ([K4])")
     try:
-        allowed, how = _allowed_checkouts(plan, config)
+        allowed, how = _allowed_checkouts(plan, config, home)
     except ConfigError as exc:
         yield f"the checkout named explicitly cannot be used: {exc.message}"
         return

@@ -11,11 +11,15 @@ spellings or a bind mount of one directory are one checkout, so it is locked onc
 first label wins.  Offline and invalid ones are de-duplicated by their lexically
 normalised path (:func:`aikito_mem.config.candidates.lexical_key`).
 
-A checkout physically inside ``<ws>/memory``, ``<ws>/skills`` or
-``<ws>/projects/<p>/memory`` would make a sync write links into the workspace itself (a
-link cycle in shared memory): with ``strict`` it is a configuration error
-(``config.checkout_in_workspace``); otherwise the slot is invalid (a CONFLICT), so a
-caller that only reports (doctor, the containment search) never writes there either.
+[H1] Refused checkouts: ``/``, the home directory, any ancestor of it, the workspace
+root, any directory inside the workspace (or inside its ``memory/``, ``skills/``,
+``projects/`` and the project's ``memory/`` trees wherever they physically are), and any
+ancestor of the workspace.  :func:`refusal` is the one test, by the kernel's identity
+(``st_dev``, ``st_ino``) of the checkout directory and of each of its ancestors — never
+by comparing strings; :class:`Places` holds the identities it compares with, taken once
+per listing (a handful of ``stat`` calls, never per resource).  A listed checkout so
+refused is an invalid slot (CONFLICTs that block its segments); with ``strict``, and for
+an explicit PATH, it is a configuration error (exit 4, nothing written or registered).
 """
 
 from __future__ import annotations
@@ -51,8 +55,10 @@ class Slot:
     state: CheckoutState
     reason: str | None = None
     root: Observed = ABSENT
-    #: ``(st_dev, st_ino)`` of the checkout directory when active.
+    #: ``(st_dev, st_ino)`` of the checkout directory when active (or refused).
     identity: tuple[int, int] | None = None
+    #: The error code when [H1] refuses the checkout (the slot is then invalid).
+    code: str | None = None
 
 
 def classify(candidate: Candidate, observer: Observer) -> Slot:
@@ -89,86 +95,174 @@ def _physical(label: str, path: str, obs: Observed) -> Slot:
     return Slot(label, physical, CheckoutState.ACTIVE, identity=(obs.dev, obs.ino))
 
 
-@attrs.frozen
-class _Trees:
-    """The workspace trees a checkout must stay out of, spelled both as written and
-    physically (a tree may be a symlink to elsewhere): taken once per listing."""
+Identity = tuple[int, int]
 
-    #: ``(root, words)``: ``<ws>/memory``, ``<ws>/skills``, ``<ws>/projects/<p>/memory``.
-    roots: tuple[tuple[str, str], ...]
-    #: ``<ws>/projects`` as written and physically: ``<base>/<any>/memory`` is inside.
-    projects: tuple[str, ...]
+#: The error codes of a refused checkout ([H1]).
+IN_WORKSPACE = "config.checkout_in_workspace"
+REFUSED = "config.checkout_refused"
+
+
+def _ancestors(path: str) -> list[str]:
+    """Every proper ancestor of the absolute ``path``, nearest first, ``/`` last."""
+    out: list[str] = []
+    while path != "/":
+        path = os.path.dirname(path) or "/"
+        out.append(path)
+    return out
+
+
+class Places:
+    """The identities of the places a checkout can never be ([H1]), taken once per listing.
+
+    ``inside``: a checkout that is one of these directories or lies below one (the
+    workspace root, and its trees a sync links from, wherever they physically are).
+    ``exact``: a checkout that is one of these directories (``/``, the home directory and
+    its ancestors, the workspace's ancestors).  Each maps to the words of the rule.  The
+    identity of every directory looked at is kept for the listing, so checkouts sharing
+    ancestors (``~/code/a``, ``~/code/b``) cost one ``stat`` each, not one per level.
+    """
+
+    def __init__(self, observer: Observer) -> None:
+        self._observer = observer
+        self._seen: dict[str, Identity | None] = {}
+        self.inside: dict[Identity, str] = {}
+        self.exact: dict[Identity, str] = {}
+        #: The workspace root's own identity.
+        self.workspace: Identity | None = None
+
+    def ident(self, path: str) -> Identity | None:
+        """The identity of the directory the kernel reaches at ``path`` (once per path)."""
+        try:
+            return self._seen[path]
+        except KeyError:
+            pass
+        try:
+            obs = self._observer.stat_follow(path)
+            found = (obs.dev, obs.ino) if obs.kind is Kind.DIR else None
+        except (OSError, ValueError):
+            found = None
+        self._seen[path] = found
+        return found
 
     @classmethod
-    def of(cls, config: ProjectConfig) -> _Trees:
-        project_dir = config.project_dir
-        ws = os.path.dirname(os.path.dirname(project_dir))
-        roots: list[tuple[str, str]] = []
-        for root, words in (
-            (layout.memory_root(ws), "the workspace memory tree"),
-            (layout.skills_root(ws), "the workspace skills tree"),
-            (f"{project_dir}/{layout.MEMORY_ROOT}", f"the memory tree of project {config.name!r}"),
-        ):
-            roots.append((root, words))
-            real = os.path.realpath(root)
-            if real != root:
-                roots.append((real, words))
-        projects = layout.projects_root(ws)
-        return cls(tuple(roots), tuple(dict.fromkeys((projects, os.path.realpath(projects)))))
-
-    def containing(self, physical: str) -> tuple[str, str] | None:
-        """``(tree root, words)`` when ``physical`` is inside one of the trees."""
-        for root, words in self.roots:
-            if physical == root or physical.startswith(root.rstrip("/") + "/"):
-                return root, words
-        for base in self.projects:
-            if physical.startswith(base + "/"):
-                parts = physical[len(base) + 1:].split("/")
-                if len(parts) >= 2 and parts[1] == layout.MEMORY_ROOT:
-                    return (f"{base}/{parts[0]}/{layout.MEMORY_ROOT}",
-                            f"the memory tree of project {parts[0]!r}")
-        return None
-
-
-def _refusal(slot: Slot, config: ProjectConfig, trees: _Trees) -> str | None:
-    """The message refusing an active ``slot`` inside the workspace, else ``None``."""
-    inside = trees.containing(slot.path)
-    if inside is None:
-        return None
-    root, words = inside
-    return (
-        f"checkout {slot.label} {slot.path} is inside {words} ({root}); a sync would write "
-        "links into the workspace itself (a link cycle in shared memory); expected a "
-        f"checkout outside the workspace's memory/, skills/ and projects/*/memory/ trees "
-        f"— remove this path from {config.config_path}"
-    )
+    def of(cls, workspace: str, project_dir: str | None, home: str | None,
+           observer: Observer) -> Places:
+        places = cls(observer)
+        ident, inside, exact = places.ident, places.inside, places.exact
+        ws = places.workspace = ident(workspace)
+        if ws is not None:
+            inside[ws] = f"the workspace {workspace}"
+        trees = [(layout.memory_root(workspace), "the workspace memory tree"),
+                 (layout.skills_root(workspace), "the workspace skills tree"),
+                 (layout.projects_root(workspace), "the workspace projects tree")]
+        if project_dir is not None:
+            trees.append((f"{project_dir}/{layout.MEMORY_ROOT}",
+                          f"the memory tree of project {os.path.basename(project_dir)!r}"))
+        for path, words in trees:
+            found = ident(path)
+            if found is not None:
+                inside.setdefault(found, words)
+        root = ident("/")
+        if root is not None:
+            exact[root] = "the root directory /"
+        if home:
+            found = ident(home)
+            if found is not None:
+                exact.setdefault(found, f"your home directory ({home})")
+            real = os.path.realpath(home)
+            for path in dict.fromkeys((*_ancestors(os.path.normpath(home)),
+                                       *_ancestors(real))):
+                found = ident(path)
+                if found is not None:
+                    exact.setdefault(found, f"an ancestor of your home directory {home}")
+        for path in _ancestors(workspace):
+            found = ident(path)
+            if found is not None:
+                exact.setdefault(found, f"an ancestor of the workspace {workspace} (it "
+                                        "contains the workspace)")
+        return places
 
 
-def slots(config: ProjectConfig, observer: Observer, *, strict: bool = False
-          ) -> tuple[Slot, ...]:
+def refusal(path: str, identity: Identity, places: Places) -> tuple[str, str] | None:
+    """``(error code, what the checkout is)`` when the directory ``identity`` at the
+    physical ``path`` is a place a checkout can never be ([H1]), else ``None``.
+
+    Compared by identity: the checkout itself, then each of its ancestors, against
+    :class:`Places`.  A bind mount or a symlinked tree of the workspace is the same
+    directory for the kernel, so it is refused as well.
+    """
+    words = places.inside.get(identity)
+    if words is not None:
+        return IN_WORKSPACE, ("is the workspace root" if identity == places.workspace
+                              else f"is {words}")
+    for ancestor in _ancestors(path):
+        found = places.ident(ancestor)
+        words = places.inside.get(found) if found is not None else None
+        if words is not None:
+            return IN_WORKSPACE, f"is inside {words} ({ancestor})"
+    words = places.exact.get(identity)
+    if words is not None:
+        return REFUSED, f"is {words}"
+    return None
+
+
+#: The remedy of a refused explicit checkout (``sync project NAME PATH``, ``init project``).
+_EXPLICIT_REMEDY = ("pass the directory of the project's code instead; nothing was written "
+                    "or registered")
+
+
+def _refusal_message(checkout: str, found: tuple[str, str], remedy: str | None = None
+                     ) -> str:
+    """The message of a refused ``checkout`` (``checkout LABEL PATH`` as the user knows it)."""
+    code, what = found
+    why = ("a sync would write links into the workspace itself (a link cycle in shared "
+           "memory)" if code == IN_WORKSPACE else
+           "its .agents, AGENTS.md and .claude/ would speak to every agent on this machine")
+    text = (f"{checkout} {what}: {why}; a checkout is a project's own working copy, never "
+            "/, the home directory, the workspace, a directory inside the workspace, or an "
+            "ancestor of the home directory or of the workspace")
+    return text if remedy is None else f"{text} — {remedy}"
+
+
+def _places(config: ProjectConfig, home: str | None, observer: Observer) -> Places:
+    if home is None:
+        from aikito_mem.config.discovery import home_directory
+
+        home = home_directory()
+    project_dir = config.project_dir
+    workspace = os.path.dirname(os.path.dirname(project_dir))
+    return Places.of(workspace, project_dir, home, observer)
+
+
+def slots(config: ProjectConfig, observer: Observer, *, strict: bool = False,
+          home: str | None = None) -> tuple[Slot, ...]:
     """Every candidate of ``config``, de-duplicated ([K1]): active ones by identity,
     others by lexical path; the first label wins.
 
-    ``strict``: an active checkout inside the workspace trees raises
-    :class:`ConfigError` (``config.checkout_in_workspace``); otherwise it is invalid.
+    An active checkout that [H1] refuses is an invalid slot (its ``code`` says why); with
+    ``strict`` (``init project``: a checkout given explicitly) it raises that
+    :class:`ConfigError` instead.  ``home``: the home directory
+    of the run's environment (``None``: the process's).
     """
     out: list[Slot] = []
     seen: set[object] = set()
-    trees: _Trees | None = None
+    places: Places | None = None
     for cand in config.candidates:
         slot = classify(cand, observer)
         key: object = slot.identity if slot.identity is not None else lexical_key(cand.path)
         if key in seen:
             continue
         seen.add(key)
-        if slot.state is CheckoutState.ACTIVE:
-            trees = trees or _Trees.of(config)
-            refusal = _refusal(slot, config, trees)
-            if refusal is not None:
+        if slot.identity is not None:
+            places = places or _places(config, home, observer)
+            found = refusal(slot.path, slot.identity, places)
+            if found is not None:
+                message = _refusal_message(f"checkout {slot.label} {slot.path}", found)
                 if strict:
-                    raise ConfigError(refusal, code="config.checkout_in_workspace",
+                    raise ConfigError(f"{message} — {_EXPLICIT_REMEDY}", code=found[0],
                                       path=slot.path)
-                slot = Slot(slot.label, slot.path, CheckoutState.INVALID, refusal)
+                slot = Slot(slot.label, slot.path, CheckoutState.INVALID, message,
+                            code=found[0])
         out.append(slot)
     return tuple(out)
 
@@ -212,10 +306,11 @@ def given_path(path: str) -> str:
 
 
 def explicit_slot(
-    config: ProjectConfig, path: str, observer: Observer
+    config: ProjectConfig, path: str, observer: Observer, *, home: str | None = None
 ) -> tuple[Slot, bool]:
     """The one checkout of ``sync project NAME PATH`` and whether it is registered ([K4]):
-    a registered candidate that is the same directory (by identity) counts."""
+    a registered candidate that is the same directory (by identity) counts.  A place
+    [H1] refuses is a :class:`ConfigError` (exit 4), before anything is registered."""
     given = given_path(path)
     try:
         obs = observer.stat_follow(given)
@@ -232,8 +327,12 @@ def explicit_slot(
             code="config.checkout_path", path=given,
         )
     slot = _physical("explicit", given, obs)
-    if slot.state is not CheckoutState.ACTIVE:
+    if slot.state is not CheckoutState.ACTIVE or slot.identity is None:
         raise ConfigError(f"{slot.reason}", code="config.checkout_path", path=given)
+    refused = refusal(slot.path, slot.identity, _places(config, home, observer))
+    if refused is not None:
+        raise ConfigError(_refusal_message(f"checkout {slot.path}", refused, _EXPLICIT_REMEDY),
+                          code=refused[0], path=slot.path)
     registered: str | None = None
     for cand in config.candidates:
         if not cand.absolute:
@@ -250,9 +349,6 @@ def explicit_slot(
             break
     if registered is not None:
         slot = attrs.evolve(slot, label=registered)
-    refusal = _refusal(slot, config, _Trees.of(config))
-    if refusal is not None:
-        raise ConfigError(refusal, code="config.checkout_in_workspace", path=slot.path)
     return slot, registered is not None
 
 

@@ -310,8 +310,10 @@ GitEntry = tuple[Check, GitCheckout | None]
 
 
 def _project_checks(config: Any, ws_root: str, observer: Any,
-                    indexes: dict[str, str | None]) -> tuple[list[Check], list[GitEntry]]:
-    """The checks of one loaded project, and its git checks (listed last)."""
+                    indexes: dict[str, str | None], home: str
+                    ) -> tuple[list[Check], list[GitEntry]]:
+    """The checks of one loaded project, and its git checks (listed last).  A listed
+    checkout in a place [H1] refuses is an error: every sync of the project is blocked."""
     from aikito_mem.model import CheckoutState
     from aikito_mem.world import checkouts as _checkouts
 
@@ -319,7 +321,7 @@ def _project_checks(config: Any, ws_root: str, observer: Any,
     checks: list[Check] = []
     git_checks: list[GitEntry] = []
     try:
-        slots = _checkouts.slots(config, observer)
+        slots = _checkouts.slots(config, observer, home=home)
     except (OSError, ValueError) as exc:  # a path the system refuses (NUL byte, …)
         slots = ()
         checks.append(Check("project.config", ERROR,
@@ -339,6 +341,10 @@ def _project_checks(config: Any, ws_root: str, observer: Any,
         for index in _index_files(current):
             indexes.setdefault(index, name)
     for slot in slots:
+        if slot.code is not None:
+            checks.append(Check("checkout.refused", ERROR, f"{name}: {slot.reason}",
+                                remedy=f"remove {slot.path} from {config.config_path}",
+                                path=slot.path, project=name))
         if slot.state is not CheckoutState.ACTIVE:
             continue
         found, state = check_git_ignore(slot.path, name, slot.label)
@@ -372,7 +378,7 @@ def run(workspace: str | None, *, strict: bool = False, fix: bool = False,
     """Every check of the workspace (``None``: discovery).  Writes nothing — except, with
     ``fix`` and without ``dry_run``, the exclude lines of :mod:`aikito_mem.commands.doctor.git`;
     the checks then describe the fixed state."""
-    from aikito_mem.config.discovery import resolve_workspace
+    from aikito_mem.config.discovery import home_directory, resolve_workspace
     from aikito_mem.config.projects import list_projects, load_project_config
     from aikito_mem.world.observe import Observer
 
@@ -408,8 +414,9 @@ def run(workspace: str | None, *, strict: bool = False, fix: bool = False,
             indexes[index] = None
     observer = Observer()
     git_checks: list[GitEntry] = []
+    home = home_directory(environ) or ""
     for config in configs:
-        own, git = _project_checks(config, ws.root, observer, indexes)
+        own, git = _project_checks(config, ws.root, observer, indexes, home)
         checks.extend(own)
         git_checks.extend(git)
     for index, project in sorted(indexes.items()):

@@ -377,15 +377,16 @@ def init_workspace(
 
 def _checked_checkout(text: bytes, name: str, project_dir: str, home: str | None) -> str:
     """Read the new ``agent.toml`` as a sync will, and classify its checkout the same way:
-    one inside the workspace's ``memory/``, ``skills/`` or the project's memory tree is a
-    ``ConfigError`` (``config.checkout_in_workspace``).  Returns its physical path."""
+    one [H1] refuses (``/``, home or an ancestor of it, the workspace, inside it or around
+    it) is a ``ConfigError`` (``config.checkout_refused`` / ``config.checkout_in_workspace``).
+    Returns its physical path."""
     from aikito_mem.config.agent_toml import parse_project_config
     from aikito_mem.world.checkouts import slots
     from aikito_mem.world.observe import Observer
 
     config = parse_project_config(text, name=name, project_dir=project_dir,
                                   config_path=f"{project_dir}/agent.toml", home=home or "")
-    (slot,) = slots(config, Observer(), strict=True)
+    (slot,) = slots(config, Observer(), strict=True, home=home or "")
     return slot.path
 
 
