@@ -220,6 +220,14 @@ class AdoptRefused(AikitoError):
         self.diff = diff
 
 
+class AdoptUnsafe(AdoptRefused):
+    """``aikito adopt`` refused because TARGET is, or reaches, the workspace's own copy
+    ([H2]: the same object as its destination, inside the workspace, or behind a mount
+    point): nothing was changed (exit 4)."""
+
+    exit_code = EXIT_CONFIG
+
+
 class AdoptFailed(AikitoError):
     """A step of ``aikito adopt`` failed (or was undone); ``content_at`` says where the
     complete content is now (exit 5, or 3 when the cause is that something changed)."""

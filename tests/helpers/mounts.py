@@ -65,3 +65,14 @@ def bind(source: str | Path, target: str | Path, *, readonly: bool = False) -> I
         if readonly:
             mount("-o", "remount,ro,bind", str(path))
         yield path
+
+
+def try_bind(source: str | Path, target: str | Path) -> bool:
+    """``source`` bind-mounted at the existing directory ``target``, where a test cannot
+    skip (a stateful machine's rule): ``False`` when not root or when the mount fails.
+    The caller unmounts (:func:`unmount`)."""
+    if os.getuid() != 0 or shutil.which("mount") is None:
+        return False
+    done = subprocess.run(["mount", "--bind", str(source), str(target)],
+                          capture_output=True, check=False)
+    return done.returncode == 0

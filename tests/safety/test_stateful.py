@@ -16,7 +16,12 @@ at, and ``D/plans`` for saved plans.  Hypothesis interleaves:
   aikito's links, the user cleaning up, ``rm -rf .agents``;
 * aikito: ``Project.sync``, ``plan`` + ``execute``, the CLI ``sync``, dry runs (API and CLI
   with ``--out``), saved-plan apply (``Project.execute`` and CLI ``apply``), possibly long
-  after the plan was saved.
+  after the plan was saved;
+* places a checkout can never be ([H1]) listed beside the real checkout: the home
+  directory (home-like: it holds a ``.claude/``), a directory inside the workspace, the
+  workspace's parent; and, where mounts are available (root), ``<ws>/memory/team``
+  bind-mounted at ``.agents/memory/team`` as a dev container mounts a volume, with
+  ``aikito adopt`` of it ([H2]) — always refused, exit 4, nothing changed.
 
 Documented outcomes (``ConflictError``, ``StalePlanError``, exits 1 and 3) are tolerated;
 any other exception or exit code fails.  Invariants after every step:
@@ -29,11 +34,13 @@ any other exception or exit code fails.  Invariants after every step:
 * aikito never changes anything outside ``co/.agents`` (workspace, ``outside``, the rest
   of the checkout); a dry run changes nothing at all; a refused run (conflict, stale at
   verification) changes nothing at all;
-* after a clean successful sync or apply, a re-plan is only NOOP/SKIP.
+* after a clean successful sync or apply, a re-plan is only NOOP/SKIP;
+* nothing ever appears in or changes under the home directory.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -52,6 +59,7 @@ from aikito_mem.errors import ConflictError, StalePlanError
 from aikito_mem.executor.planfile import read_plan, write_plan
 from aikito_mem.model import Action, Plan, Status, SyncResult
 from aikito_mem.planner.memory import history, literal_resolves_to
+from tests.helpers import mounts
 from tests.helpers.snapshots import snapshot
 from tests.helpers.workspace import WS
 
@@ -110,8 +118,47 @@ class _UserTree(RuleBasedStateMachine):
     outside: str
     foreign: dict[str, tuple[object, ...]]
 
+    #: [H1] places listed beside the real checkout (home, inside or around the workspace).
+    refused: list[str]
+    #: [H2] the checkout path where ``<ws>/memory/team`` is bind-mounted, if it is.
+    mounted: str | None = None
+
     def teardown(self) -> None:
+        self._unmount()
         shutil.rmtree(self.d, ignore_errors=True)
+
+    def _unmount(self) -> None:
+        if self.mounted is not None:
+            mounts.unmount(self.mounted)
+            with contextlib.suppress(OSError):
+                os.rmdir(self.mounted)  # the user's mount point goes with the mount
+            self.mounted = None
+
+    def _refused_place(self, where: str) -> str:
+        """A place [H1] refuses: the (home-like) home, a directory inside the workspace,
+        the workspace's parent (which contains it)."""
+        home = os.environ["HOME"]
+        os.makedirs(f"{home}/.claude", exist_ok=True)
+        inside = f"{self.ws}/memory/team/sub"
+        os.makedirs(inside, exist_ok=True)
+        return {"home": home, "inside": inside, "around": self.d}[where]
+
+    def _toggle_refused(self, where: str, present: bool) -> bool:
+        """List or unlist a refused place; whether the listing changed."""
+        path = self._refused_place(where)
+        if present == (path in self.refused):
+            return False
+        if present:
+            self.refused.append(path)
+        else:
+            self.refused.remove(path)
+        return True
+
+    def _home_untouched(self) -> None:
+        """[H1]: no run ever writes into the home directory."""
+        home = os.environ["HOME"]
+        for rel in ("AGENTS.md", ".claude/CLAUDE.md", ".agents"):
+            assert not os.path.lexists(f"{home}/{rel}"), f"aikito wrote ~/{rel}"
 
     def _project(self) -> Project:
         return Project.load("demo", workspace=self.ws)
@@ -168,6 +215,7 @@ class SafetyMachine(_UserTree):
         for ref in REFS:
             self._make_source(ref)
         self.refs: list[str] = []
+        self.refused = []
         #: Foreign entries: absolute path → signature when the user made it.
         self.foreign: dict[str, tuple[object, ...]] = {}
         self.saved: list[str] = []
@@ -184,7 +232,8 @@ class SafetyMachine(_UserTree):
 
     def _write_config(self) -> None:
         self.builder.write_config("demo", memory=self.refs,
-                                  paths=[self.co, f"{self.d}/offline-checkout"])
+                                  paths=[self.co, f"{self.d}/offline-checkout",
+                                         *self.refused])
 
     def _outside_agents(self) -> dict[str, tuple[object, ...]]:
         return snapshot(self.d, skip=(f"{self.co}/.agents", self.plans, self.co))
@@ -375,6 +424,8 @@ class SafetyMachine(_UserTree):
         if not self.foreign:
             return
         path = sorted(self.foreign)[i % len(self.foreign)]
+        if self.mounted is not None and (self.mounted + "/").startswith(path + "/"):
+            self._unmount()  # the user unmounts before removing what holds the mount
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path)
         else:
@@ -383,6 +434,7 @@ class SafetyMachine(_UserTree):
 
     @rule()
     def user_removes_agents(self) -> None:
+        self._unmount()  # the user unmounts before removing what holds the mount
         path = f"{self.co}/.agents"
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path)
@@ -397,6 +449,50 @@ class SafetyMachine(_UserTree):
             return
         if os.path.islink(path):
             os.unlink(path)
+
+    # -- places a checkout can never be, and the workspace's own copy ---------------------
+
+    @rule(where=st.sampled_from(["home", "inside", "around"]), present=st.booleans())
+    def list_refused_checkout(self, where: str, present: bool) -> None:
+        """[H1]: while such a place is listed, it is an invalid checkout and every run is
+        blocked (a refused run writes nothing: checked by ``_run``)."""
+        if self._toggle_refused(where, present):
+            event(f"refused checkout listed: {where}")
+            self._write_config()
+
+    @rule(present=st.booleans())
+    def bind_memory_team(self, present: bool) -> None:
+        """[H2]: ``<ws>/memory/team`` bind-mounted at ``.agents/memory/team`` (root only)."""
+        if not present:
+            self._unmount()
+            return
+        target = f"{self.rt}/team"
+        if self.mounted is not None or os.path.lexists(target) or \
+                not _real_dirs_upto(self.co, ".agents/memory/team/x"):
+            return
+        self._mkdirs_user(target)
+        os.mkdir(target)
+        if mounts.try_bind(f"{self.ws}/memory/team", target):
+            self.mounted = target
+        else:
+            os.rmdir(target)
+
+    @rule(child=st.booleans(), dry_run=st.booleans())
+    def adopt_mounted(self, child: bool, dry_run: bool) -> None:
+        """[H2]: adopting the mounted copy (or a file in it) is refused, exit 4, and
+        nothing changes anywhere — the workspace's files are never removed through it."""
+        from aikito_mem.commands.adopt.run import adopt
+
+        if self.mounted is None:
+            return
+        before = snapshot(self.d, skip=(self.plans,))
+        target = f"{self.mounted}/inside.md" if child else self.mounted
+        if not os.path.lexists(target):
+            return
+        report = adopt(target, self.ws, dry_run=dry_run)
+        event(f"adopt through a bind mount: {report.exit_code}")
+        assert report.exit_code == 4, report
+        assert snapshot(self.d, skip=(self.plans,)) == before
 
     # -- aikito --------------------------------------------------------------------------
 
@@ -470,6 +566,10 @@ class SafetyMachine(_UserTree):
             assert live == sig, f"foreign entry {path} changed: {sig} -> {live}"
 
     @invariant()
+    def home_untouched(self) -> None:
+        self._home_untouched()
+
+    @invariant()
     def every_other_link_is_owned(self) -> None:
         agents = f"{self.co}/.agents"
         if os.path.islink(agents) or not os.path.isdir(self.rt) or os.path.islink(self.rt):
@@ -534,6 +634,7 @@ class SegmentsMachine(_UserTree):
         shutil.rmtree(f"{self.home}/.claude", ignore_errors=True)
         os.mkdir(f"{self.home}/.claude")
         self.skills: list[str] = ["alpha"]
+        self.refused = []
         self.foreign: dict[str, tuple[object, ...]] = {}
         self.counter = 0
         with open(f"{self.co}/README.md", "w") as fh:
@@ -552,7 +653,8 @@ class SegmentsMachine(_UserTree):
                                f'[agents.{agent}.detect]\npaths = [".{agent.split("-")[0]}"]\n')
 
     def _write_config(self) -> None:
-        self.builder.write_config("demo", memory=["a.md"], paths=[self.co], skills=self.skills)
+        self.builder.write_config("demo", memory=["a.md"], paths=[self.co, *self.refused],
+                                  skills=self.skills)
 
     def _outside_co(self) -> dict[str, tuple[object, ...]]:
         return snapshot(self.d, skip=(self.co,))
@@ -731,6 +833,13 @@ class SegmentsMachine(_UserTree):
         if path not in self.foreign and _real_dirs_upto(self.co, rel) and os.path.islink(path):
             os.unlink(path)
 
+    @rule(where=st.sampled_from(["home", "inside", "around"]), present=st.booleans())
+    def list_refused_checkout(self, where: str, present: bool) -> None:
+        """[H1]: the home (with its ``.claude/``: claude-code is detected, so an accepted
+        home would get ``~/.claude/CLAUDE.md``), inside or around the workspace."""
+        if self._toggle_refused(where, present):
+            self._write_config()
+
     # -- aikito --------------------------------------------------------------------------
 
     @rule(how=st.sampled_from(["sync", "plan_execute", "cli"]))
@@ -749,6 +858,10 @@ class SegmentsMachine(_UserTree):
     def foreign_entries_unchanged(self) -> None:
         for path, sig in self.foreign.items():
             assert _sig(path) == sig, f"foreign entry {path} changed: {sig} -> {_sig(path)}"
+
+    @invariant()
+    def home_untouched(self) -> None:
+        self._home_untouched()
 
     @invariant()
     def every_other_link_is_owned(self) -> None:

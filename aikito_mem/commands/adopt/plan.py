@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from aikito_mem import fsutil, layout
-from aikito_mem.commands.adopt import treecompare, treemove
+from aikito_mem.commands.adopt import distinct, treecompare, treemove
 from aikito_mem.errors import (
     EXIT_STALE,
     AdoptFailed,
@@ -420,6 +420,7 @@ def validate(target: str, workspace: str | None = None, *, project: str | None =
     given = os.path.abspath(os.path.expanduser(target))
     st, kind = _target(given)
     physical = f"{os.path.realpath(os.path.dirname(given)).rstrip('/')}/{os.path.basename(given)}"
+    distinct.outside_workspace(physical, st, ws.root)  # [H2], before anything else
     config, label, checkout = _find_checkout(physical, ws.root, project, environ)
     rel = physical[len(f"{checkout.rstrip('/')}/{MEMORY_DIR}") + 1:]
     if not given.endswith(f"/{MEMORY_DIR}/{rel}"):
@@ -427,12 +428,14 @@ def validate(target: str, workspace: str | None = None, *, project: str | None =
             f"{given} is reached through a symlink below the checkout (it is physically "
             f"{physical}); name the real path", code="through_symlink", path=given)
     _checkout_dirs(checkout, rel)
+    distinct.no_mount_point(physical, st, checkout)
     problem = reference_problem(rel)
     if problem is not None:
         raise AdoptRefused(
             f"{physical} cannot become a memory reference: {rel!r} {problem} (SPEC [C3]) — "
             "rename it first", code="reference_invalid", path=physical)
     destination = memory_source(ws.root, rel)
+    distinct.distinct_from_destination(physical, st, destination)
     _check_notes(config, ws.root, physical, rel, destination)
     missing = _missing_dirs(ws.root, rel, destination)
     home = home_directory(environ) or ""
