@@ -168,7 +168,7 @@ class Places:
         if home:
             found = ident(home)
             if found is not None:
-                exact.setdefault(found, f"your home directory ({home})")
+                exact.setdefault(found, "your home directory")
             real = os.path.realpath(home)
             for path in dict.fromkeys((*_ancestors(os.path.normpath(home)),
                                        *_ancestors(real))):

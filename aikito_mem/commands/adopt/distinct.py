@@ -110,9 +110,10 @@ def distinct_from_destination(physical: str, st: os.stat_result, destination: st
     target = _identity(st)
     if dest is not None and _identity(dest) == target:
         raise AdoptUnsafe(
-            f"{physical} is {destination} itself (the same file or directory: device "
-            f"{st.st_dev}, inode {st.st_ino}); it is not a copy — removing it would remove "
-            "the only copy; nothing was changed", code="same_object", path=physical)
+            f"{physical} is the same file or directory as {destination} (device "
+            f"{st.st_dev}, inode {st.st_ino}: a hard link or a mount), not a copy of it; "
+            "adopt replaces only a distinct identical copy, never the workspace's own "
+            "entry; nothing was changed", code="same_object", path=physical)
     for path in _ancestors(destination):
         try:
             found = _identity(os.stat(path))
