@@ -40,6 +40,7 @@ from aikito_mem.model import (
     SegmentName,
 )
 from aikito_mem.planner.memory import owns
+from aikito_mem.planner.skills import R_TRACKED, TRACKED_REASON, tracked_finding
 
 R_INSTR = "G4"
 R_OFFLINE = "G6"
@@ -76,7 +77,7 @@ def _agents_words(target: InstructionTargetView) -> str:
 
 
 def _plan_target(checkout: str, source: InstructionSource,
-                 target: InstructionTargetView) -> Operation | None:
+                 target: InstructionTargetView, tracked: frozenset[str]) -> Operation | None:
     rel, obs, src = target.rel, target.observed, source.path
     link_dir = _link_dir(checkout, rel)
     owned = obs.kind is Kind.LINK and owns(obs.literal, link_dir, (src,)) is not None
@@ -123,6 +124,10 @@ def _plan_target(checkout: str, source: InstructionSource,
     if owned:
         return _op(Action.NOOP, checkout, rel, "already linked", src, observed=obs)
     what = f"{checkout}/{rel}"
+    if what in tracked and obs.kind in (Kind.FILE, Kind.DIR):
+        # [L1]: a committed AGENTS.md / CLAUDE.md is the repository's own.
+        return Operation(Action.SKIP, R_TRACKED, checkout, what, TRACKED_REASON,
+                         resource=rel, source=src, observed=obs, segment=_SEG)
     remedy = (f"{what} is {_agents_words(target)} of this checkout and not aikito's: keep it "
               f"and leave the project instructions unlinked there, or move it into {src} "
               "and remove it, then run again (aikito never overwrites it)")
@@ -132,10 +137,14 @@ def _plan_target(checkout: str, source: InstructionSource,
 
 
 def plan_checkout(
-    checkout: str, source: InstructionSource, view: InstructionsView
+    checkout: str, source: InstructionSource, view: InstructionsView,
+    tracked: frozenset[str] = frozenset(),
 ) -> tuple[list[Operation], list[Finding], list[tuple[str, Observed]]]:
-    """(operations, findings, directories relied on) of one active checkout ([G4])."""
+    """(operations, findings, directories relied on) of one active checkout ([G4]);
+    ``tracked``: the targets (absolute paths) whose file or directory git tracks
+    ([L1])."""
     ops: list[Operation] = []
+    findings: list[Finding] = []
     dirs: dict[str, Observed] = {}
     legacy = view.legacy
     if legacy.kind is Kind.LINK and owns(legacy.literal, f"{checkout}/{AGENTS_DIR}",
@@ -144,12 +153,15 @@ def plan_checkout(
                        f"aikito's legacy instruction link ({LEGACY_INSTRUCTIONS}) is retired",
                        source.path, observed=legacy))
     for target in view.targets:
-        op = _plan_target(checkout, source, target)
+        op = _plan_target(checkout, source, target, tracked)
         if op is None:
             continue
         ops.append(op)
+        if op.rule == R_TRACKED:
+            findings.append(tracked_finding(
+                op.target, op.observed, "the project instructions"))
         if op.action in (Action.CREATE, Action.UNLINK, Action.NOOP, Action.CONFLICT):
             for prel, pobs in target.parents:
                 dirs.setdefault(prel, pobs)
     ops.sort(key=lambda op: op.target)
-    return ops, [], sorted(dirs.items())
+    return ops, findings, sorted(dirs.items())

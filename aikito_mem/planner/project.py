@@ -45,6 +45,20 @@ def _invalid(co: CheckoutPlan, segment: SegmentName) -> Operation:
     )
 
 
+def tracked_conflict(op: Operation, config_path: str) -> Operation:
+    """A memory CONFLICT at a target whose file or directory git tracks ([L1]): it stays a
+    conflict (INV-MEM-07), saying so, and its remedy neither moves, deletes nor adopts
+    the repository's file."""
+    name = op.resource or op.target
+    return attrs.evolve(
+        op,
+        reason=f"{op.reason} — git tracks it: it belongs to the repository",
+        remedy=(f"keep it, it is the repository's (aikito never moves or overwrites what "
+                f"git tracks); to stop linking it here, remove {name!r} from memory in "
+                f"{config_path}"),
+    )
+
+
 def add_segments(
     plan: Plan,
     *,
@@ -55,16 +69,27 @@ def add_segments(
     targets: tuple[PlannedTarget, ...],
     instruction_views: Mapping[str, InstructionsView],
     agent: str | None = None,
+    tracked: Mapping[str, frozenset[str]] | None = None,
+    git_findings: tuple[Finding, ...] = (),
 ) -> Plan:
     """``plan`` (the memory segment) with the skills and instructions segments added.
 
     ``skill_views``, ``agents`` (``.agents`` of each checkout) and ``instruction_views``
     are keyed by the active checkouts' paths; ``targets`` are the instruction targets
     as observed for no checkout in particular (their path, agents and detection).
+    ``tracked`` (by checkout path): the occupied targets, of every segment, that git
+    tracks ([L1]); ``git_findings``: what observation found about git (``git.unavailable``).
     """
     index = {co.path: i for i, co in enumerate(plan.checkouts)}
-    ops: list[Operation] = list(plan.operations)
-    findings: list[Finding] = list(plan.findings)
+    tracked = tracked or {}
+    none: frozenset[str] = frozenset()
+    ops: list[Operation] = [
+        tracked_conflict(op, plan.config_path)
+        if op.action is Action.CONFLICT and op.target in tracked.get(op.checkout, none)
+        and op.resource is not None else op
+        for op in plan.operations
+    ]
+    findings: list[Finding] = [*plan.findings, *git_findings]
     checkouts: list[CheckoutPlan] = []
     # Instruction targets are wanted only while AGENTS.md has content (or is unsafe, a
     # conflict to report); an absent or empty one plans nothing where nothing can be
@@ -86,9 +111,9 @@ def add_segments(
         else:
             s_ops, s_findings, s_dirs = planner_skills.plan_checkout(
                 co.path, agents[co.path], skill_views[co.path], skills, plan.workspace,
-                plan.config_path)
+                plan.config_path, tracked.get(co.path, none))
             i_ops, i_findings, i_dirs = planner_instructions.plan_checkout(
-                co.path, source, instruction_views[co.path])
+                co.path, source, instruction_views[co.path], tracked.get(co.path, none))
             ops.extend(s_ops)
             ops.extend(i_ops)
             findings.extend(s_findings)

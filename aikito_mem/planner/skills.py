@@ -26,14 +26,27 @@ from aikito_mem.planner.memory import owns
 
 R_SKILL = "G2"
 R_OFFLINE = "G6"
+#: The rule of a SKIP for a target git tracks ([L1]): verification re-checks its entry.
+R_TRACKED = "L1"
+TRACKED_REASON = "tracked by git"
 _SEG = SegmentName.SKILLS
 
 
 def _op(action: Action, checkout: str, target: str, reason: str, *,
         resource: str | None = None, source: str | None = None, remedy: str | None = None,
-        observed: Observed = ABSENT) -> Operation:
-    return Operation(action, R_SKILL, checkout, target, reason, resource=resource,
+        observed: Observed = ABSENT, rule: str = R_SKILL) -> Operation:
+    return Operation(action, rule, checkout, target, reason, resource=resource,
                      source=source, remedy=remedy, observed=observed, segment=_SEG)
+
+
+def tracked_finding(target: str, obs: Observed, what: str) -> Finding:
+    """The warning beside a SKIP for a tracked target ([L1]): it names no remedy that
+    would move or delete the repository's file."""
+    return Finding(
+        "git.tracked_target", "warning",
+        f"{target} is {obs.describe()} tracked by git: it belongs to the repository, so "
+        f"aikito leaves it as it is and does not link {what} there", target,
+    )
 
 
 def offline(checkout: str, reason: str, skills: tuple[Resource, ...]) -> list[Operation]:
@@ -53,11 +66,14 @@ def plan_checkout(
     skills: tuple[Resource, ...],
     workspace: str,
     config_path: str,
+    tracked: frozenset[str] = frozenset(),
 ) -> tuple[list[Operation], list[Finding], list[tuple[str, Observed]]]:
     """(operations, findings, directories relied on) of one active checkout ([G2]).
 
     ``agents`` is ``.agents`` of the checkout; when it is not a real directory the memory
     planner reports the checkout-level conflict for memory, and this one for skills.
+    ``tracked``: the targets (absolute paths) occupied by a file or directory that git
+    tracks, as observed ([L1]).
     """
     base = f"{checkout}/{SKILLS_DIR}"
     ops: list[Operation] = []
@@ -112,6 +128,11 @@ def plan_checkout(
         elif obs.kind is Kind.LINK and owns(obs.literal, base, (res.source,)) is not None:
             ops.append(_op(Action.NOOP, checkout, target, "already linked",
                            resource=res.name, source=res.source, observed=obs))
+        elif target in tracked and obs.kind in (Kind.FILE, Kind.DIR):
+            # [L1]: the repository's own skill — never a conflict, never to be moved.
+            ops.append(_op(Action.SKIP, checkout, target, TRACKED_REASON, resource=res.name,
+                           source=res.source, observed=obs, rule=R_TRACKED))
+            findings.append(tracked_finding(target, obs, f"skill {res.name}"))
         else:
             remedy = (f"remove the link {target} if you no longer need it (aikito never "
                       "replaces links it does not own)" if obs.kind is Kind.LINK else

@@ -28,8 +28,10 @@ from aikito_mem.layout import (
 )
 from aikito_mem.model import (
     ABSENT,
+    Action,
     CheckoutState,
     CheckoutView,
+    Finding,
     InstructionSource,
     InstructionState,
     InstructionsView,
@@ -239,10 +241,70 @@ def add_to_plan(
         skill_views[view.path] = skills_view(view.path, view.agents, observer)
         instr_views[view.path] = instructions_view(view.path, view.agents, targets, detect,
                                                    observer)
+    tracked, git_findings = _tracked(plan, resolved, skill_views, source, instr_views)
     return add_segments(
         plan, skills=resolved, skill_views=skill_views, agents=agents, source=source,
         targets=detect.planned(targets), instruction_views=instr_views, agent=agent,
+        tracked=tracked, git_findings=git_findings,
     )
+
+
+_OCCUPIED = (Kind.FILE, Kind.DIR)
+
+
+def occupied_targets(
+    plan: Plan,
+    skills: tuple[Resource, ...],
+    skill_views: Mapping[str, SkillsView],
+    source: InstructionSource,
+    instr_views: Mapping[str, InstructionsView],
+) -> dict[str, list[str]]:
+    """Per active checkout, the targets of every segment occupied by a regular file or
+    a directory (relative to the checkout): the only ones git is asked about ([L1])."""
+    out: dict[str, list[str]] = {}
+    for op in plan.operations:  # memory: a desired target holding a file or directory
+        if (op.action is Action.CONFLICT and op.resource is not None
+                and op.observed.kind in _OCCUPIED):
+            out.setdefault(op.checkout, []).append(op.target[len(op.checkout) + 1:])
+    selected = {res.name for res in skills}
+    for checkout, view in skill_views.items():
+        for name, obs in view.entries:
+            if name in selected and obs.kind in _OCCUPIED:
+                out.setdefault(checkout, []).append(f"{SKILLS_DIR}/{name}")
+    if source.state is InstructionState.CONTENT:
+        for checkout, iview in instr_views.items():
+            for target in iview.targets:
+                if target.observed.kind in _OCCUPIED:
+                    out.setdefault(checkout, []).append(target.rel)
+    return out
+
+
+def _tracked(
+    plan: Plan,
+    skills: tuple[Resource, ...],
+    skill_views: Mapping[str, SkillsView],
+    source: InstructionSource,
+    instr_views: Mapping[str, InstructionsView],
+) -> tuple[dict[str, frozenset[str]], tuple[Finding, ...]]:
+    """[L1]: which occupied targets git tracks — one ``git ls-files -z`` per checkout
+    with an occupied target, none otherwise (a warm sync starts no subprocess).  Outside
+    a work tree nothing is tracked; git missing, failing or slow: nothing is tracked and
+    one ``git.unavailable`` finding says so."""
+    from aikito_mem.world import git
+
+    tracked: dict[str, frozenset[str]] = {}
+    findings: list[Finding] = []
+    for checkout, rels in occupied_targets(plan, skills, skill_views, source,
+                                           instr_views).items():
+        answer = git.tracked(checkout, rels)
+        if isinstance(answer, git.Unavailable):
+            findings.append(Finding(
+                "git.unavailable", "warning",
+                f"{answer.reason} in {checkout}: its files and directories at aikito's "
+                "targets are treated as not tracked by git", checkout))
+        elif isinstance(answer, frozenset):
+            tracked[checkout] = frozenset(f"{checkout}/{rel}" for rel in answer)
+    return tracked, tuple(findings)
 
 
 def differences(plan: Plan, environ: Mapping[str, str], home: str | None) -> list[str]:
