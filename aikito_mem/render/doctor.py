@@ -25,8 +25,8 @@ def _check_json(check: Check) -> dict[str, Any]:
 
 def _fix_json(fix: Fix) -> dict[str, Any]:
     return {"id": "git.ignore", "status": fix.status, "message": fix.message,
-            "path": fix.path, "lines": list(fix.lines), "checkouts": list(fix.checkouts),
-            "error": fix.error}
+            "path": fix.path, "lines": list(fix.lines), "removed": list(fix.drop),
+            "checkouts": list(fix.checkouts), "error": fix.error}
 
 
 def document(report: DoctorReport) -> dict[str, Any]:

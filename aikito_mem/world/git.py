@@ -102,7 +102,7 @@ def run(args: Sequence[str], cwd: str, *, stdin: bytes | None = None
     except FileNotFoundError:
         return Unavailable("git is not installed")
     except subprocess.TimeoutExpired:
-        return Unavailable(f"git {question} did not answer within {GIT_TIMEOUT:g} s")
+        return Unavailable(f"git did not answer within {GIT_TIMEOUT:g} s (git {question})")
     except (OSError, ValueError) as exc:  # not executable, a NUL in a path…
         return Unavailable(f"git {question} could not be run ({exc})")
 
@@ -140,10 +140,10 @@ def work_tree(path: str) -> WorkTree | _Outside | Unavailable:
         return NOT_A_WORK_TREE
     if proc.returncode != 0:
         return _failed(args, proc)
-    lines = _decode(proc.stdout).split("\n")
-    if not lines or lines[0] != "true" or len(lines) < 3:
+    lines = [*_decode(proc.stdout).split("\n"), "", ""]
+    if lines[0] != "true":
         return NOT_A_WORK_TREE  # inside a .git directory or a bare repository
-    return WorkTree(lines[1], lines[2])
+    return WorkTree(lines[1] or path, lines[2])
 
 
 def tracked(path: str, rels: Iterable[str]) -> frozenset[str] | _Outside | Unavailable:
@@ -172,13 +172,14 @@ def _covers(rel: str, listed: Sequence[str]) -> bool:
     return any(name == rel or name.startswith(inside) for name in listed)
 
 
-def ignored(path: str, rels: Iterable[str]) -> frozenset[str] | _Outside | Unavailable:
+def ignored(path: str, rels: Iterable[str]) -> dict[str, str] | _Outside | Unavailable:
     """Those of ``rels`` (relative to ``path``; a trailing ``/`` asks about a directory)
-    that git ignores (``git check-ignore -z``; a tracked path is never ignored)."""
+    that git ignores, each with the pattern that ignores it (``git check-ignore -v -z``;
+    a tracked path is never ignored)."""
     asked = sorted(set(rels))
     if not asked:
-        return frozenset()
-    args = ["check-ignore", "-z", "--stdin"]
+        return {}
+    args = ["check-ignore", "-v", "-z", "--stdin"]
     proc = run(args, path, stdin=b"".join(os.fsencode(rel) + b"\0" for rel in asked))
     if isinstance(proc, Unavailable):
         return proc
@@ -186,7 +187,15 @@ def ignored(path: str, rels: Iterable[str]) -> frozenset[str] | _Outside | Unava
         return NOT_A_WORK_TREE
     if proc.returncode not in (0, 1):  # 1: none of them is ignored
         return _failed(args, proc)
-    return frozenset(_decode(raw) for raw in proc.stdout.split(b"\0") if raw)
+    # Records of four fields: source, line number, pattern, path.  A path matched by a
+    # negated pattern (``!x``) is listed too, and is not ignored.
+    fields = [_decode(raw) for raw in proc.stdout.split(b"\0")]
+    out: dict[str, str] = {}
+    for i in range(0, len(fields) - 3, 4):
+        _source, _line, pattern, name = fields[i:i + 4]
+        if pattern and not pattern.startswith("!"):
+            out[name] = pattern
+    return out
 
 
 def git_path(path: str, name: str) -> str | _Outside | Unavailable:

@@ -31,7 +31,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-import subprocess
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -215,57 +214,60 @@ def check_index(index: str, project: str | None = None) -> list[Check]:
     return checks
 
 
-def check_git_ignore(checkout: str, project: str, label: str
+def check_git_ignore(checkout: str, project: str, label: str, *,
+                     instruction_targets: tuple[str, ...] = (),
+                     links: Mapping[str, tuple[str, ...]] | None = None,
                      ) -> tuple[Check | None, GitCheckout | None]:
     """The ``git.ignore`` check of ``checkout`` (``None`` outside git) and what git said
-    about it.  A git that is missing, cannot run or does not answer within
-    :data:`aikito_mem.commands.doctor.git.GIT_TIMEOUT` is a finding for this checkout, never the
+    about it ([L2]).  A git that is missing, cannot run or does not answer within
+    :data:`aikito_mem.world.git.GIT_TIMEOUT` is a finding for this checkout, never the
     end of doctor."""
     where = f"checkout {label} ({checkout})"
     try:
-        state = doctor_git.inspect(checkout, project, label)
-    except FileNotFoundError:
-        return Check("git.ignore", OK, f"{where}: git is not installed; not checked",
-                     path=checkout, project=project), None
-    except subprocess.TimeoutExpired as exc:
-        question = " ".join(str(a) for a in exc.cmd[5:]) if isinstance(exc.cmd, list) else ""
-        return Check("git.ignore", WARNING,
-                     f"{where}: git did not answer within {doctor_git.GIT_TIMEOUT:g} s "
-                     f"(git {question}); not checked",
+        state = doctor_git.inspect(checkout, project, label,
+                                   instruction_targets=instruction_targets, links=links)
+    except doctor_git.GitUnavailable as exc:
+        if exc.reason == "git is not installed":
+            return Check("git.ignore", OK, f"{where}: git is not installed; not checked",
+                         path=checkout, project=project), None
+        return Check("git.ignore", WARNING, f"{where}: {exc.reason}; not checked",
                      remedy=f"check that git works there: git -C '{checkout}' status",
-                     path=checkout, project=project), None
-    except doctor_git.GitFailed as exc:
-        return Check("git.ignore", WARNING, f"{where}: git check-ignore failed ({exc})",
-                     path=checkout, project=project), None
-    except OSError as exc:
-        return Check("git.ignore", WARNING, f"{where}: git could not be run ({exc})",
                      path=checkout, project=project), None
     if state is None:
         return None, None
     return git_check(state), state
 
 
+def _words(items: tuple[str, ...]) -> str:
+    if len(items) <= 2:
+        return " and ".join(items)
+    return ", ".join(items[:-1]) + f" and {items[-1]}"
+
+
 def git_check(state: GitCheckout) -> Check:
     """The ``git.ignore`` check of one checkout git answered about."""
     where, project = state.where, state.project
+    tracked = (f" ({_words(state.tracked_dirs)} holds files git tracks: only aikito's "
+               "links there are excluded, one by one)") if state.tracked_dirs else ""
     if not state.missing:
-        return Check("git.ignore", OK, f"{where}: git ignores {' and '.join(ENTRIES)}",
-                     path=state.checkout, project=project)
-    missing = " and ".join(state.missing)
+        return Check("git.ignore", OK, f"{where}: git ignores {_words(state.asked)}"
+                     f"{tracked}", path=state.checkout, project=project)
+    missing = _words(state.missing)
     if state.overridden:
-        listed = " and ".join(state.overridden)
+        listed = _words(state.overridden)
         return Check(
             "git.ignore", WARNING,
             f"{where}: git does not ignore {missing}, although {state.exclude} lists "
             f"{listed}: a rule of a .gitignore file re-includes it",
             remedy=f"remove the '!' rule that re-includes {listed} from the checkout's "
             ".gitignore files", path=state.exclude, project=project)
-    lines = "\\n".join(state.missing)
+    patterns = _words(state.patterns)
+    lines = "\\n".join(state.patterns)
     return Check(
         "git.ignore", WARNING,
-        f"{where}: git does not ignore {missing} — the links there (absolute paths of "
-        "this machine) show up in git status and can be committed",
-        remedy=f"aikito doctor --fix (appends {missing} to {state.exclude}), or: "
+        f"{where}: git does not ignore {missing} — aikito's links there (absolute paths "
+        f"of this machine) show up in git status and can be committed{tracked}",
+        remedy=f"aikito doctor --fix (adds {patterns} to {state.exclude}), or: "
         f"printf '{lines}\\n' >> '{state.exclude}'",
         path=state.exclude, project=project)
 
@@ -309,8 +311,8 @@ def _notes_checks(ws_root: str, name: str) -> list[Check]:
 GitEntry = tuple[Check, GitCheckout | None]
 
 
-def _project_checks(config: Any, ws_root: str, observer: Any,
-                    indexes: dict[str, str | None], home: str
+def _project_checks(config: Any, ws: Any, observer: Any, indexes: dict[str, str | None],
+                    home: str, environ: Mapping[str, str] | None = None,
                     ) -> tuple[list[Check], list[GitEntry]]:
     """The checks of one loaded project, and its git checks (listed last).  A listed
     checkout in a place [H1] refuses is an error: every sync of the project is blocked."""
@@ -318,6 +320,7 @@ def _project_checks(config: Any, ws_root: str, observer: Any,
     from aikito_mem.world import checkouts as _checkouts
 
     name = config.name
+    ws_root = ws.root
     checks: list[Check] = []
     git_checks: list[GitEntry] = []
     try:
@@ -345,12 +348,52 @@ def _project_checks(config: Any, ws_root: str, observer: Any,
             checks.append(Check("checkout.refused", ERROR, f"{name}: {slot.reason}",
                                 remedy=f"remove {slot.path} from {config.config_path}",
                                 path=slot.path, project=name))
-        if slot.state is not CheckoutState.ACTIVE:
-            continue
-        found, state = check_git_ignore(slot.path, name, slot.label)
+    active = [slot for slot in slots if slot.state is CheckoutState.ACTIVE]
+    runtime = _runtime_paths(config, ws, environ) if active else {}
+    for slot in active:
+        targets, links = runtime.get(slot.path, ((), {}))
+        found, state = check_git_ignore(slot.path, name, slot.label,
+                                        instruction_targets=targets, links=links)
         if found is not None:
             git_checks.append((found, state))
     return checks, git_checks
+
+
+#: Per checkout: its instruction targets and, per runtime directory, aikito's links.
+RuntimePaths = dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]]
+
+
+def _runtime_paths(config: Any, ws: Any, environ: Mapping[str, str] | None) -> RuntimePaths:
+    """What aikito links in each active checkout of the project, from the plan a dry run
+    shows ([L2]): the instruction targets it links (CREATE or NOOP: never one holding
+    the user's own file, nor one git tracks), and its links under each runtime
+    directory.  A project that cannot be planned has none (its directories are still
+    checked)."""
+    from aikito_mem.api import Project
+    from aikito_mem.model import Action, SegmentName
+
+    project = Project(config=config, workspace=ws)
+    project._environ = environ
+    try:
+        plan = project.plan(register=False, identify=False)
+    except InterruptedError_:
+        raise
+    except AikitoError:
+        return {}
+    found: dict[str, tuple[list[str], dict[str, list[str]]]] = {}
+    for op in plan.operations:
+        if op.action not in (Action.CREATE, Action.NOOP):
+            continue
+        rel = op.target[len(op.checkout) + 1:]
+        targets, links = found.setdefault(op.checkout, ([], {}))
+        if op.segment is SegmentName.INSTRUCTIONS:
+            targets.append(rel)
+            continue
+        entry = next((e for e in ENTRIES if rel.startswith(e)), None)
+        if entry is not None:
+            links.setdefault(entry, []).append(rel)
+    return {co: (tuple(t), {e: tuple(v) for e, v in ls.items()})
+            for co, (t, ls) in found.items()}
 
 
 def _fix(git_checks: list[GitEntry], *, dry_run: bool
@@ -365,7 +408,12 @@ def _fix(git_checks: list[GitEntry], *, dry_run: bool
     again: list[GitEntry] = []
     for check, state in git_checks:
         if state is not None and state.exclude in written:
-            found, state = check_git_ignore(state.checkout, state.project, state.label)
+            found, state = check_git_ignore(
+                state.checkout, state.project, state.label,
+                instruction_targets=tuple(a for a in state.asked if not a.endswith("/")
+                                          and not a.startswith(ENTRIES)),
+                links={e: tuple(a for a in state.asked if a.startswith(e) and a != e)
+                       for e in ENTRIES})
             if found is not None:
                 again.append((found, state))
             continue
@@ -416,7 +464,7 @@ def run(workspace: str | None, *, strict: bool = False, fix: bool = False,
     git_checks: list[GitEntry] = []
     home = home_directory(environ) or ""
     for config in configs:
-        own, git = _project_checks(config, ws.root, observer, indexes, home)
+        own, git = _project_checks(config, ws, observer, indexes, home, environ)
         checks.extend(own)
         git_checks.extend(git)
     for index, project in sorted(indexes.items()):
