@@ -10,6 +10,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -227,3 +228,27 @@ def test_rewrite_properties(outside: list[str], first: list[str], second: list[s
         assert {*first, *second} <= present
     else:
         assert not {*first, *second} - {normalised(x) for x in outside}
+
+
+def test_a_file_changed_while_being_fixed_is_left_as_it_is(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exclude file is read again just before the rename: a line another process
+    wrote after the fix read the file is never lost (nothing is written; run again)."""
+    from aikito_mem.commands.doctor import git as doctor_git
+
+    info = tmp_path / "info"
+    info.mkdir()
+    exclude = info / "exclude"
+    exclude.write_text("*.log\n")
+    real = doctor_git.rewrite
+
+    def racing(data: bytes, wanted: object, drop: object = ()) -> bytes:
+        with exclude.open("a") as fh:  # another writer, after the read
+            fh.write("theirs/\n")
+        return real(data, wanted, drop)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(doctor_git, "rewrite", racing)
+    fix = doctor_git.apply_fix(doctor_git.Fix(str(exclude), ("/.agents/memory/",), ("/co",)))
+    assert fix.status == "failed" and "changed while being fixed" in (fix.error or "")
+    assert exclude.read_text() == "*.log\ntheirs/\n"
+    assert os.listdir(info) == ["exclude"]  # no temporary file left

@@ -36,7 +36,7 @@ from typing import Any
 
 from aikito_mem import layout
 from aikito_mem.commands.doctor import git as doctor_git
-from aikito_mem.commands.doctor.git import ENTRIES, Fix, GitCheckout
+from aikito_mem.commands.doctor.git import ENTRIES, Fix, GitCheckout, words
 from aikito_mem.commands.doctor.report import Check, DoctorReport
 from aikito_mem.errors import (
     AikitoError,
@@ -238,30 +238,24 @@ def check_git_ignore(checkout: str, project: str, label: str, *,
     return git_check(state), state
 
 
-def _words(items: tuple[str, ...]) -> str:
-    if len(items) <= 2:
-        return " and ".join(items)
-    return ", ".join(items[:-1]) + f" and {items[-1]}"
-
-
 def git_check(state: GitCheckout) -> Check:
     """The ``git.ignore`` check of one checkout git answered about."""
     where, project = state.where, state.project
-    tracked = (f" ({_words(state.tracked_dirs)} holds files git tracks: only aikito's "
+    tracked = (f" ({words(state.tracked_dirs)} holds files git tracks: only aikito's "
                "links there are excluded, one by one)") if state.tracked_dirs else ""
     if not state.missing:
-        return Check("git.ignore", OK, f"{where}: git ignores {_words(state.asked)}"
+        return Check("git.ignore", OK, f"{where}: git ignores {words(state.asked)}"
                      f"{tracked}", path=state.checkout, project=project)
-    missing = _words(state.missing)
+    missing = words(state.missing)
     if state.overridden:
-        listed = _words(state.overridden)
+        listed = words(state.overridden)
         return Check(
             "git.ignore", WARNING,
             f"{where}: git does not ignore {missing}, although {state.exclude} lists "
             f"{listed}: a rule of a .gitignore file re-includes it",
             remedy=f"remove the '!' rule that re-includes {listed} from the checkout's "
             ".gitignore files", path=state.exclude, project=project)
-    patterns = _words(state.patterns)
+    patterns = words(state.patterns)
     lines = "\\n".join(state.patterns)
     return Check(
         "git.ignore", WARNING,

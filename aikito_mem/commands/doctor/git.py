@@ -108,8 +108,8 @@ class Fix:
 
     @property
     def message(self) -> str:
-        what = " and ".join(self.lines)
-        dropped = " and ".join(self.drop)
+        what = words(self.lines)
+        dropped = words(self.drop)
         n = len(self.checkouts)
         shared = f" (read by {n} checkouts)" if n > 1 else ""
         if self.status == "failed":
@@ -124,6 +124,13 @@ class Fix:
 
 
 # ------------------------------------------------------------------------ patterns
+
+
+def words(items: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    if len(items) <= 2:
+        return " and ".join(items)
+    return ", ".join(items[:-1]) + f" and {items[-1]}"
 
 
 def anchored(prefix: str, rel: str) -> str:
