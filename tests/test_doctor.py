@@ -15,8 +15,8 @@ from click.testing import CliRunner, Result
 
 from aikito_mem.cli import cli
 from aikito_mem.commands.doctor.checks import check_index, run
-from aikito_mem.commands.doctor.report import Check, DoctorReport
 from aikito_mem.commands.doctor.git import BEGIN
+from aikito_mem.commands.doctor.report import Check, DoctorReport
 from tests.helpers.snapshots import snapshot
 
 HAS_GIT = shutil.which("git") is not None
