@@ -6,7 +6,7 @@ Each question is one ``git`` subprocess, read-only and bounded:
   ``GIT_INDEX_FILE`` and ``GIT_COMMON_DIR`` removed from its environment (a hook runs us
   with them set for another directory), ``GIT_OPTIONAL_LOCKS=0`` (no index refresh is
   written), ``core.fsmonitor=false`` (reading the index never runs a configured hook),
-  ``GIT_TERMINAL_PROMPT=0``, no standard input, the ``C`` locale (its messages are
+  ``GIT_TERMINAL_PROMPT=0``, no standard input (``/dev/null``, read-only), the ``C`` locale (its messages are
   parsed); ``ls-files`` with literal pathspecs (a file named ``*`` is that file);
 - within :data:`GIT_TIMEOUT` seconds;
 - never raising: git missing, failing or slow is an :class:`Unavailable` answer naming
@@ -88,17 +88,19 @@ def run(args: Sequence[str], cwd: str, *, stdin: bytes | None = None
     the finished process (whatever its exit status), or :class:`Unavailable` when git is
     missing, cannot start or is too slow."""
     question = _question(args)
+    argv = ["git", "-c", "core.fsmonitor=false", "-C", cwd, *args]
     try:
-        if stdin is None:
-            return subprocess.run(
-                ["git", "-c", "core.fsmonitor=false", "-C", cwd, *args],
-                stdin=subprocess.DEVNULL, capture_output=True, env=_env(),
-                timeout=GIT_TIMEOUT, check=False,
-            )
-        return subprocess.run(
-            ["git", "-c", "core.fsmonitor=false", "-C", cwd, *args],
-            input=stdin, capture_output=True, env=_env(), timeout=GIT_TIMEOUT, check=False,
-        )
+        if stdin is not None:  # doctor's check-ignore: a pipe
+            return subprocess.run(argv, input=stdin, capture_output=True, env=_env(),
+                                  timeout=GIT_TIMEOUT, check=False)
+        # ``/dev/null`` opened read-only (``subprocess.DEVNULL`` opens it for writing
+        # too): a sync's question opens nothing for writing ([E7]).
+        null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            return subprocess.run(argv, stdin=null, capture_output=True, env=_env(),
+                                  timeout=GIT_TIMEOUT, check=False)
+        finally:
+            os.close(null)
     except FileNotFoundError:
         return Unavailable("git is not installed")
     except subprocess.TimeoutExpired:
