@@ -6,8 +6,9 @@ Each question is one ``git`` subprocess, read-only and bounded:
   ``GIT_INDEX_FILE`` and ``GIT_COMMON_DIR`` removed from its environment (a hook runs us
   with them set for another directory), ``GIT_OPTIONAL_LOCKS=0`` (no index refresh is
   written), ``core.fsmonitor=false`` (reading the index never runs a configured hook),
-  ``GIT_TERMINAL_PROMPT=0``, no standard input (``/dev/null``, read-only), the ``C`` locale (its messages are
-  parsed); ``ls-files`` with literal pathspecs (a file named ``*`` is that file);
+  ``GIT_TERMINAL_PROMPT=0``, no standard input (``/dev/null``, read-only), the ``C``
+  locale (its messages are parsed); ``ls-files`` with literal pathspecs (a file named
+  ``*`` is that file);
 - within :data:`GIT_TIMEOUT` seconds;
 - never raising: git missing, failing or slow is an :class:`Unavailable` answer naming
   what happened, for the caller to turn into a finding.  "Not a git work tree" is an
