@@ -8,8 +8,10 @@
   the one place output is written;
 - :mod:`~aikito_mem.cli.options` — options several commands share.
 
-Only ``click`` is imported at start-up; every other room is imported inside the command
-that needs it, so ``aikito --version`` costs what ``import click`` costs ([§12]).
+Only ``click`` is imported at start-up: the root group loads a command's module when that
+command runs (or when the help lists it), and every other room is imported inside the
+command that needs it, so ``aikito --version`` costs what ``import click`` costs and a
+sync imports no other command's module ([§12]).
 Commands render a report and exit; outcomes and exit codes are decided by the engine
 (:mod:`aikito_mem.outcome`, the report values of status and doctor, ``aikito_mem.errors``).
 """
@@ -23,15 +25,53 @@ from typing import Any
 import click
 
 from aikito_mem import __version__
-from aikito_mem.cli import adopt, apply, doctor, init, status, sync
-from aikito_mem.cli.error_handler import emit, interruption
 from aikito_mem.cli.options import HELP_WIDTH, FullSummaries
+
+#: Each command of the root group: its module (under ``aikito_mem.cli``) and attribute.
+COMMANDS = {
+    "adopt": ("adopt", "adopt_cmd"),
+    "apply": ("apply", "apply_cmd"),
+    "doctor": ("doctor", "doctor_cmd"),
+    "init": ("init", "init_cmd"),
+    "status": ("status", "status_cmd"),
+    "sync": ("sync", "sync"),
+}
 
 
 class AikitoGroup(FullSummaries):
     """The root group: the signal record is installed before a subcommand is even parsed
     ([E5]), and an interrupt that still reaches click (before that) is exit 130 with a
-    message of ours, never click's ``Aborted!``."""
+    message of ours, never click's ``Aborted!``.
+
+    Its commands are loaded lazily ([§12]): ``get_command`` imports the one module of
+    :data:`COMMANDS` a run names, so ``aikito sync project`` never imports ``adopt``,
+    ``doctor``, ``init``…; the help imports them all to list them."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*COMMANDS, *self.commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = self.commands.get(cmd_name)
+        if command is None and cmd_name in COMMANDS:
+            module, attr = COMMANDS[cmd_name]
+            name = f"aikito_mem.cli.{module}"
+            __import__(name)  # the interpreter's own import: ``-X importtime`` reports it
+            command = getattr(sys.modules[name], attr)
+            if command.epilog is None and cmd_name in EPILOGS:
+                # These commands' modules belong to their engines' rooms; every command's
+                # help shows an example, so theirs are given here.
+                command.epilog = EPILOGS[cmd_name]
+            self.add_command(command, cmd_name)
+        return command
+
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as exc:
+            # click suggests among the commands loaded so far: suggest among all of them.
+            raise click.exceptions.NoSuchCommand(
+                exc.command_name, possibilities=self.list_commands(ctx), ctx=ctx) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         from aikito_mem import signals
@@ -52,6 +92,7 @@ class AikitoGroup(FullSummaries):
         except click.Abort:
             import signal
 
+            from aikito_mem.cli.error_handler import emit, interruption
             from aikito_mem.render.text import Display, Output, error_lines
 
             error = interruption(signal.SIGINT)
@@ -103,18 +144,7 @@ def cli(ctx: click.Context, workspace: str | None) -> None:
     ctx.obj = {"workspace": workspace}
 
 
-cli.add_command(sync.sync)
-cli.add_command(apply.apply_cmd)
-cli.add_command(status.status_cmd)
-cli.add_command(doctor.doctor_cmd)
-cli.add_command(adopt.adopt_cmd)
-cli.add_command(init.init_cmd)
-# Every command's help shows an example; these two commands' modules belong to their
-# engines' rooms, so their examples are given here.
-if apply.apply_cmd.epilog is None:
-    apply.apply_cmd.epilog = APPLY_EPILOG
-if adopt.adopt_cmd.epilog is None:
-    adopt.adopt_cmd.epilog = ADOPT_EPILOG
+EPILOGS = {"apply": APPLY_EPILOG, "adopt": ADOPT_EPILOG}
 
 
 def main() -> None:

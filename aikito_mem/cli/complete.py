@@ -9,15 +9,17 @@
 
 Completion runs on every <TAB>: it reads only the workspace's ``projects/`` listing and
 one ``agent.toml``, writes nothing, and never fails loudly — any error completes nothing.
-Imports only ``click`` at start-up.
+Imports only ``click`` at start-up (``click.shell_completion`` when completing).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from click.shell_completion import CompletionItem
+
+if TYPE_CHECKING:  # pragma: no cover
+    from click.shell_completion import CompletionItem
 
 
 def _workspace_root(ctx: click.Context) -> str | None:
@@ -30,6 +32,8 @@ def _workspace_root(ctx: click.Context) -> str | None:
 def project_names(ctx: click.Context, param: click.Parameter | None,
                   incomplete: str) -> list[CompletionItem]:
     """The workspace's project names that start with ``incomplete``."""
+    from click.shell_completion import CompletionItem
+
     try:
         from aikito_mem.config.projects import list_projects
 
@@ -45,6 +49,8 @@ def project_names(ctx: click.Context, param: click.Parameter | None,
 def checkout_paths(ctx: click.Context, param: click.Parameter | None,
                    incomplete: str) -> list[CompletionItem]:
     """The checkout paths the project NAME registers, then directories."""
+    from click.shell_completion import CompletionItem
+
     items: list[CompletionItem] = [CompletionItem(incomplete, type="dir")]
     name: Any = ctx.params.get("name")
     if not isinstance(name, str) or name in ("", "."):
@@ -70,4 +76,6 @@ def checkout_paths(ctx: click.Context, param: click.Parameter | None,
 def files(ctx: click.Context, param: click.Parameter | None,
           incomplete: str) -> list[CompletionItem]:
     """The shell's own file-name completion (a plan file)."""
+    from click.shell_completion import CompletionItem
+
     return [CompletionItem(incomplete, type="file")]
