@@ -19,10 +19,13 @@ from aikito_mem.config.discovery import (
     home_directory,
     resolve_workspace,
 )
-from aikito_mem.config.edit import plan_registration
-from aikito_mem.config.projects import find_checkouts, load_project_config, read_config_bytes
+from aikito_mem.config.projects import (
+    find_checkouts,
+    load_project_config,
+    read_config_bytes,
+    remember,
+)
 from aikito_mem.errors import ConfigError, ConflictError, ProjectPrepareConflictError
-from aikito_mem.executor import guard as _guard
 from aikito_mem.executor.execute import execute, planned_result
 from aikito_mem.executor.lock import DEFAULT_TIMEOUT, Locks, check_timeout
 from aikito_mem.fsutil import sha256_hex
@@ -32,6 +35,7 @@ from aikito_mem.model import (
     ProjectConfig,
     SourceCheck,
     SyncResult,
+    Value,
 )
 from aikito_mem.planner.memory import build_plan
 from aikito_mem.world import checkouts as _checkouts
@@ -39,8 +43,8 @@ from aikito_mem.world.observe import Observer, with_identity
 from aikito_mem.world.resources import resolve
 
 
-@attrs.frozen
-class PrepareConflict:
+@attrs.frozen(repr=False, eq=False)
+class PrepareConflict(Value):
     """One conflict reported by :meth:`Project.prepare`."""
 
     #: The runtime path (or checkout path) in conflict.
@@ -55,8 +59,8 @@ class PrepareConflict:
     segment: str = "memory"
 
 
-@attrs.frozen
-class PreparedProject:
+@attrs.frozen(repr=False, eq=False)
+class PreparedProject(Value):
     """What :meth:`Project.prepare` returns ([A3])."""
 
     project: str
@@ -163,8 +167,12 @@ class Project:
         slot, registered = _checkouts.explicit_slot(self.config, path, observer,
                                                     home=self._home())
         given = _checkouts.given_path(path)
-        reg = (plan_registration(self.config, given, slot.path, home=self._home(),
-                                 observer=observer) if register and not registered else None)
+        if not register or registered:
+            return (slot,), given, None
+        from aikito_mem.config.edit import plan_registration  # tomlkit: only to register
+
+        reg = plan_registration(self.config, given, slot.path, home=self._home(),
+                                observer=observer)
         return (slot,), given, reg
 
     def _plan(
@@ -182,7 +190,7 @@ class Project:
         targets to that agent's ([A3])."""
         from aikito_mem.world import segments
 
-        _guard.remember(self.config, self._home())  # the writer's check re-uses it ([E9])
+        remember(self.config, self._home())  # the writer's check re-uses it ([E9])
         # Planning writes nothing: a signal ends it at once ([E5]).
         with signals.interruptible():
             views = tuple(_checkouts.observe(s, observer) for s in slots)

@@ -35,7 +35,7 @@ from aikito_mem.config.agent_toml import parse_project_config
 from aikito_mem.config.discovery import home_directory
 from aikito_mem.errors import ConfigError, ProjectNotFoundError
 from aikito_mem.fsutil import FileTooLargeError, NotRegularFileError, read_regular
-from aikito_mem.model import CheckoutState, ProjectConfig
+from aikito_mem.model import CheckoutState, ProjectConfig, Value
 from aikito_mem.world import checkouts as _checkouts
 from aikito_mem.world.observe import Observer
 
@@ -47,6 +47,8 @@ __all__ = [
     "list_projects",
     "load_project_config",
     "read_config_bytes",
+    "recall",
+    "remember",
 ]
 
 
@@ -184,6 +186,30 @@ def load_project_config(
     )
 
 
+#: Configurations the engine itself planned with, by (config path, sha256 of the bytes),
+#: with the home directory it expanded ``~`` with: the writer's guard re-reads
+#: ``agent.toml`` under the lock and, when its bytes are ones the engine already parsed in
+#: this process, re-uses that parse instead of parsing again ([P6]).  The key is the
+#: digest of the live bytes, never anything the plan claims.  (Kept here, not in the
+#: guard, so that planning never imports the guard: a plan without writes never needs it.)
+_PARSED: dict[tuple[str, str], tuple[ProjectConfig, str | None]] = {}
+_PARSED_MAX = 8
+
+
+def remember(config: ProjectConfig, home: str | None = None) -> None:
+    """Record a configuration the engine plans with, and its home directory."""
+    key = (config.config_path, config.sha256)
+    _PARSED.pop(key, None)
+    _PARSED[key] = (config, home)  # the most recent last
+    while len(_PARSED) > _PARSED_MAX:
+        del _PARSED[next(iter(_PARSED))]
+
+
+def recall(config_path: str, digest: str) -> tuple[ProjectConfig, str | None] | None:
+    """The configuration :func:`remember` recorded for these bytes, and its home."""
+    return _PARSED.get((config_path, digest))
+
+
 def list_projects(workspace_root: str) -> tuple[str, ...]:
     """Sorted names of the directories under ``<ws>/projects`` that hold an ``agent.toml``.
 
@@ -217,8 +243,8 @@ def list_projects(workspace_root: str) -> tuple[str, ...]:
 # --------------------------------------------------------------------------- containment
 
 
-@attrs.frozen
-class CheckoutMatch:
+@attrs.frozen(repr=False, eq=False)
+class CheckoutMatch(Value):
     """One active checkout that contains the path searched for."""
 
     config: ProjectConfig
@@ -233,8 +259,8 @@ class CheckoutMatch:
     relative: str
 
 
-@attrs.frozen
-class CheckoutSearch:
+@attrs.frozen(repr=False, eq=False)
+class CheckoutSearch(Value):
     """What :func:`find_checkouts` found: at most one match per project."""
 
     matches: tuple[CheckoutMatch, ...]

@@ -34,14 +34,13 @@ the legacy ``.agents/AGENTS.md`` may only be unlinked).
 
 from __future__ import annotations
 
-import shlex
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 
 import attrs
 
 from aikito_mem import layout
 from aikito_mem.config.names import entry_problem
+from aikito_mem.config.projects import recall, remember
 from aikito_mem.errors import ConfigError, UnsafePlanError
 from aikito_mem.model import (
     Action,
@@ -51,30 +50,13 @@ from aikito_mem.model import (
     Plan,
     ProjectConfig,
     SegmentName,
+    Value,
 )
 from aikito_mem.planner.memory import history, owns
 
 _CREATE, _UNLINK = Action.CREATE, Action.UNLINK
 
 __all__ = ["SEGMENTS", "SegmentRule", "check", "remember"]
-
-#: Configurations the engine itself planned with, by (config path, sha256 of the bytes),
-#: with the home directory it expanded ``~`` with: the guard re-reads ``agent.toml`` under
-#: the lock and, when its bytes are ones the engine already parsed in this process,
-#: re-uses that parse instead of parsing again ([P6]).  The key is the digest of the live
-#: bytes, never anything the plan claims.
-_CONFIGS: OrderedDict[tuple[str, str], tuple[ProjectConfig, str | None]] = OrderedDict()
-_CONFIGS_MAX = 8
-
-
-def remember(config: ProjectConfig, home: str | None = None) -> None:
-    """Record a configuration the engine plans with, and its home directory."""
-    key = (config.config_path, config.sha256)
-    _CONFIGS[key] = (config, home)
-    _CONFIGS.move_to_end(key)
-    while len(_CONFIGS) > _CONFIGS_MAX:
-        _CONFIGS.popitem(last=False)
-
 
 class _Context:
     """What the guard derives from the live world for one plan (lazily, once)."""
@@ -144,8 +126,8 @@ def _memory_history(ctx: _Context, rel: str) -> tuple[str, ...]:
     return history(ctx.workspace, rel, ctx.notes()[1])
 
 
-@attrs.frozen
-class SegmentRule:
+@attrs.frozen(repr=False, eq=False)
+class SegmentRule(Value):
     """Where one segment may write, and what it may write there."""
 
     name: str
@@ -206,7 +188,7 @@ def _live_config(plan: Plan) -> tuple[ProjectConfig, str | None]:
     from aikito_mem.fsutil import sha256_hex
 
     data, project_dir, config_path = read_config_bytes(plan.workspace, plan.project)
-    known = _CONFIGS.get((config_path, sha256_hex(data)))
+    known = recall(config_path, sha256_hex(data))
     if known is not None:
         return known
     home = home_directory()
@@ -343,11 +325,13 @@ def check(plan: Plan) -> None:
         return
     refusals = tuple(dict.fromkeys(_refusals(plan)))
     if refusals:
+        from shlex import quote
+
         n = len(refusals)
         raise UnsafePlanError(
             f"refused: the plan asks for {n} write{'s' * (n != 1)} the engine would never "
             "derive (it was edited or built by hand); nothing was written — plan again "
-            f"with `aikito sync project {shlex.quote(plan.project)} --dry-run`:\n  - "
+            f"with `aikito sync project {quote(plan.project)} --dry-run`:\n  - "
             + "\n  - ".join(refusals),
             refusals=refusals, plan=plan,
         )

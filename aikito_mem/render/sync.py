@@ -5,7 +5,6 @@ Pure: functions from values to strings/dicts; the command line decides where the
 
 from __future__ import annotations
 
-from shlex import quote
 from typing import Any
 
 from aikito_mem.errors import Outcome
@@ -279,6 +278,13 @@ def text_report(plan: Plan, display: Display,
             lines.append(display.line(f"{f.severity}: {top.text(f.message)}", "magenta"))
     lines.extend(display.line(line) for line in summary_lines(plan))
     return lines
+
+
+def quote(word: str) -> str:
+    """``shlex.quote``, imported only for the lines that show a command ([§12])."""
+    from shlex import quote
+
+    return quote(word)
 
 
 def _nothing_synced(plan: Plan) -> str | None:

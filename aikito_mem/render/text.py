@@ -10,13 +10,13 @@ characters its own way.  Every text line is made printable *before* it is colour
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from aikito_mem.errors import AikitoError
+from aikito_mem.model import Value
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -88,7 +88,9 @@ def for_stream(text: str, encoding: str | None) -> str:
 def json_text(doc: Mapping[str, Any], encoding: str | None = "utf-8") -> str:
     """One JSON document as printed: UTF-8 text when the stream can take it, else (a name
     that is not UTF-8, a stream in another encoding) ASCII with ``\\uXXXX`` escapes — valid
-    JSON either way."""
+    JSON either way.  (``json`` is imported here, for ``--json`` runs only: [§12].)"""
+    import json
+
     text = json.dumps(doc, indent=2, ensure_ascii=False)
     if not text.isascii():
         try:
@@ -103,8 +105,8 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
-@attrs.frozen
-class Display:
+@attrs.frozen(repr=False, eq=False)
+class Display(Value):
     """How a command was asked to print: the options every renderer reads."""
 
     as_json: bool = False
@@ -122,8 +124,8 @@ class Display:
         return click.style(text, fg=fg, bold=bold or None)
 
 
-@attrs.frozen
-class Output:
+@attrs.frozen(repr=False, eq=False)
+class Output(Value):
     """What a command prints and its exit code: the JSON document (``--json``), or the text
     lines for stdout and the error lines for stderr — each line already printable."""
 
