@@ -8,10 +8,56 @@ being able to change what it was planned against ([A1]).
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 import attrs
 from attrs import frozen
+
+
+
+class Value:
+    """The one ``__eq__``, ``__hash__`` and ``__repr__`` of every value class ([§12]).
+
+    Each value is ``@frozen(repr=False, eq=False)`` with this base: still an ``attrs``
+    frozen slotted class (``attrs.fields``, ``attrs.evolve``, immutability, [A1]) whose
+    ``__init__`` attrs generates, but these three methods are shared instead of compiled
+    once per class at import — that compiling was most of what importing the model cost.
+    They mean what attrs' own would: equal when of the same class with equal fields, in
+    order; a hash of the fields; ``Name(field=value, ...)``.
+    """
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        fields = _fields_of(self.__class__)
+        return bool(fields(self) == fields(other))
+
+    def __hash__(self) -> int:
+        return hash((self.__class__, _fields_of(self.__class__)(self)))
+
+    def __repr__(self) -> str:
+        cls: Any = self.__class__  # an attrs class: every subclass is one
+        shown = ", ".join(f"{a.name}={getattr(self, a.name)!r}"
+                          for a in attrs.fields(cls) if a.repr)
+        return f"{cls.__qualname__}({shown})"
+
+
+#: The field getter of each value class, made on first use.
+_GETTERS: dict[type, Callable[[Any], Any]] = {}
+
+
+def _fields_of(cls: type) -> Callable[[Any], Any]:
+    """The values of ``cls``'s compared fields, as one tuple."""
+    get = _GETTERS.get(cls)
+    if get is None:
+        names = [a.name for a in attrs.fields(cls) if a.eq]
+        get = _GETTERS[cls] = attrgetter(*names) if len(names) > 1 else (
+            lambda value: tuple(getattr(value, name) for name in names))
+    return get
 
 
 class Action(enum.Enum):
@@ -70,8 +116,8 @@ class SegmentName(enum.Enum):
 SEGMENT_ORDER = (SegmentName.SKILLS, SegmentName.INSTRUCTIONS, SegmentName.MEMORY)
 
 
-@frozen
-class Observed:
+@frozen(repr=False, eq=False)
+class Observed(Value):
     """One observation of one path: its type and, where it matters, its identity.
 
     ``dev``/``ino`` are zero when the identity was not taken (an existence-and-type
@@ -104,8 +150,8 @@ class Observed:
 ABSENT = Observed(Kind.ABSENT)
 
 
-@frozen
-class Finding:
+@frozen(repr=False, eq=False)
+class Finding(Value):
     """A diagnostic that is not an operation: warnings never block a plan ([P3])."""
 
     code: str
@@ -114,8 +160,8 @@ class Finding:
     path: str | None = None
 
 
-@frozen
-class Candidate:
+@frozen(repr=False, eq=False)
+class Candidate(Value):
     """One checkout candidate from ``paths``/``path`` ([C5], [K1])."""
 
     label: str
@@ -128,8 +174,8 @@ class Candidate:
     absolute: bool
 
 
-@frozen
-class ProjectConfig:
+@frozen(repr=False, eq=False)
+class ProjectConfig(Value):
     """A validated ``agent.toml`` ([C1]–[C7])."""
 
     name: str
@@ -147,8 +193,8 @@ class ProjectConfig:
     skills: tuple[str, ...] = ()
 
 
-@frozen
-class SourceCheck:
+@frozen(repr=False, eq=False)
+class SourceCheck(Value):
     """What execution re-checks about one source path ([P5]).
 
     With ``identity`` false only existence and type are compared (NOOP sources and the
@@ -160,8 +206,8 @@ class SourceCheck:
     identity: bool = False
 
 
-@frozen
-class Operation:
+@frozen(repr=False, eq=False)
+class Operation(Value):
     """One planned operation and the observation it was planned against."""
 
     action: Action
@@ -186,8 +232,8 @@ class Operation:
     segment: SegmentName = SegmentName.MEMORY
 
 
-@frozen
-class CheckoutPlan:
+@frozen(repr=False, eq=False)
+class CheckoutPlan(Value):
     """One checkout as planned: its state and the directories the plan relies on."""
 
     label: str
@@ -201,8 +247,8 @@ class CheckoutPlan:
     dirs: tuple[tuple[str, Observed], ...] = ()
 
 
-@frozen
-class PlannedTarget:
+@frozen(repr=False, eq=False)
+class PlannedTarget(Value):
     """One instruction target as planned: its path, its agents and their detection."""
 
     #: Relative to each checkout root.
@@ -213,8 +259,8 @@ class PlannedTarget:
     detected: bool | None = None
 
 
-@frozen
-class Plan:
+@frozen(repr=False, eq=False)
+class Plan(Value):
     """The frozen plan: everything execution does and everything it was decided from."""
 
     project: str
@@ -304,8 +350,8 @@ class Plan:
         return attrs.evolve(self, **changes)
 
 
-@frozen
-class Segment:
+@frozen(repr=False, eq=False)
+class Segment(Value):
     """One engine's part of a project sync result ([E8], INV-MEM-11, [G6])."""
 
     name: str
@@ -316,8 +362,8 @@ class Segment:
     outcome: str = ""
 
 
-@frozen
-class SyncResult:
+@frozen(repr=False, eq=False)
+class SyncResult(Value):
     """The result of executing (or refusing) a plan: a status per operation."""
 
     plan: Plan
@@ -339,8 +385,8 @@ class SyncResult:
         return all(s.success for s in self.segments)
 
 
-@frozen
-class Resource:
+@frozen(repr=False, eq=False)
+class Resource(Value):
     """One desired resource: a workspace reference or the project notes ([S1]–[S4])."""
 
     #: The reference as written, or ``notes`` for the project notes.
@@ -360,8 +406,8 @@ class Resource:
     checks: tuple[SourceCheck, ...] = ()
 
 
-@frozen
-class ResourceSet:
+@frozen(repr=False, eq=False)
+class ResourceSet(Value):
     """Every resource of a project plus the notes decision it was derived from."""
 
     resources: tuple[Resource, ...]
@@ -376,8 +422,8 @@ class ResourceSet:
     absent_checks: tuple[SourceCheck, ...] = ()
 
 
-@frozen
-class CheckoutView:
+@frozen(repr=False, eq=False)
+class CheckoutView(Value):
     """What observation found for one checkout candidate: the planner's input."""
 
     label: str
@@ -398,8 +444,8 @@ class CheckoutView:
 # -- skills and project instructions (§13) -----------------------------------------------
 
 
-@frozen
-class SkillsView:
+@frozen(repr=False, eq=False)
+class SkillsView(Value):
     """What observation found at ``.agents/skills`` of one active checkout ([G2])."""
 
     #: ``.agents/skills`` itself (a symlink carries its literal).
@@ -419,8 +465,8 @@ class InstructionState(enum.Enum):
     UNSAFE = "unsafe"
 
 
-@frozen
-class InstructionSource:
+@frozen(repr=False, eq=False)
+class InstructionSource(Value):
     """The project instructions source and what execution re-checks about it ([P5])."""
 
     #: ``<ws>/projects/<p>/AGENTS.md``: the literal every instruction link names.
@@ -430,8 +476,8 @@ class InstructionSource:
     checks: tuple[SourceCheck, ...] = ()
 
 
-@frozen
-class InstructionTargetView:
+@frozen(repr=False, eq=False)
+class InstructionTargetView(Value):
     """One instruction target of one active checkout, as observed ([G4])."""
 
     #: Relative to the checkout root, e.g. ``AGENTS.md`` or ``.claude/CLAUDE.md``.
@@ -447,8 +493,8 @@ class InstructionTargetView:
     parents: tuple[tuple[str, Observed], ...] = ()
 
 
-@frozen
-class InstructionsView:
+@frozen(repr=False, eq=False)
+class InstructionsView(Value):
     """Every instruction target of one active checkout plus the legacy link ([G4])."""
 
     targets: tuple[InstructionTargetView, ...] = ()

@@ -30,11 +30,19 @@ from aikito_mem.errors import (
     Outcome,
     exit_code_for,
 )
-from aikito_mem.model import SEGMENT_ORDER, Action, Plan, Segment, SegmentName, SyncResult
+from aikito_mem.model import (
+    SEGMENT_ORDER,
+    Action,
+    Plan,
+    Segment,
+    SegmentName,
+    SyncResult,
+    Value,
+)
 
 
-@attrs.frozen
-class SyncReport:
+@attrs.frozen(repr=False, eq=False)
+class SyncReport(Value):
     """What one ``sync project`` or ``apply`` came to: the one value that is rendered."""
 
     #: The project name, when known (a broken ``agent.toml`` still names its project).

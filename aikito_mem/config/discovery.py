@@ -47,6 +47,7 @@ import attrs
 
 from aikito_mem import layout
 from aikito_mem.errors import ConfigError
+from aikito_mem.model import Value
 
 __all__ = [
     "FOUND_VIA",
@@ -64,8 +65,8 @@ FOUND_VIA = ("option", "AIKITO_DIR", "pointer file", "default")
 DEFAULT_WORKSPACE = "~/aikito"
 
 
-@attrs.frozen
-class Workspace:
+@attrs.frozen(repr=False, eq=False)
+class Workspace(Value):
     """A resolved workspace."""
 
     #: Absolute and physical (``os.path.realpath``), computed once.

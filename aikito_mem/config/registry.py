@@ -28,6 +28,7 @@ from attrs import frozen
 
 from aikito_mem.errors import ConfigError
 from aikito_mem.layout import AGENTS_DIR, agents_root
+from aikito_mem.model import Value
 
 #: The stem of a registry file: lower-case letters, digits, ``.``, ``_``, ``-``, starting
 #: with a letter or digit ([G3]).
@@ -39,8 +40,8 @@ _RESERVED = (AGENTS_DIR, ".git")
 _KNOWN = ("project_instruction_path", "detect")
 
 
-@frozen
-class Detect:
+@frozen(repr=False, eq=False)
+class Detect(Value):
     """``[agents.<a>.detect]``: bare command names looked up on ``PATH``, and clean
     relative paths looked up under the home directory ([G4])."""
 
@@ -48,8 +49,8 @@ class Detect:
     paths: tuple[str, ...] = ()
 
 
-@frozen
-class AgentEntry:
+@frozen(repr=False, eq=False)
+class AgentEntry(Value):
     """One registry file, as far as this engine reads it."""
 
     name: str
@@ -61,8 +62,8 @@ class AgentEntry:
     detect: Detect | None = None
 
 
-@frozen
-class InstructionTarget:
+@frozen(repr=False, eq=False)
+class InstructionTarget(Value):
     """One instruction target (relative to the checkout root) and the agents that use it."""
 
     path: str
@@ -70,8 +71,8 @@ class InstructionTarget:
     agents: tuple[str, ...] = ()
 
 
-@frozen
-class Registry:
+@frozen(repr=False, eq=False)
+class Registry(Value):
     #: Whether ``<ws>/agents`` exists (as a directory).
     present: bool
     agents: tuple[AgentEntry, ...] = ()

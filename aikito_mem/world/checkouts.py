@@ -41,12 +41,13 @@ from aikito_mem.model import (
     Kind,
     Observed,
     ProjectConfig,
+    Value,
 )
 from aikito_mem.world.observe import Observer
 
 
-@attrs.frozen
-class Slot:
+@attrs.frozen(repr=False, eq=False)
+class Slot(Value):
     """A classified candidate, before its runtime tree is observed."""
 
     label: str
