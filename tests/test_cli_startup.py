@@ -1,0 +1,125 @@
+"""§12 start-up, as structure and never as timing: what a plain warm ``aikito sync
+project`` and ``aikito --version`` import, read from a real process (``-X importtime``).
+
+A warm sync of a memory-only project (and one with skills and instructions) imports the
+sync command's module and the rooms a sync runs through — never another command's module
+(the root group loads commands lazily), never ``tomlkit`` (only registration and adopt
+edit ``agent.toml``), never ``yaml``, and, with nothing to write, never the writer's guard.
+``--version`` imports the package root, the command line root and click: nothing that
+``python -c "import click"`` does not import besides them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.helpers.cli import imported_modules
+from tests.helpers.workspace import WS
+
+#: The package modules ``aikito --version`` may import: the package, ``python -m``'s
+#: entry and the command line root with the click-only options it is built from.
+VERSION_MODULES = {"aikito_mem", "aikito_mem.__main__", "aikito_mem.cli",
+                   "aikito_mem.cli.options"}
+
+#: Command modules (and the rooms of other commands) a ``sync project`` never needs.
+OTHER_COMMANDS = {"aikito_mem.cli.adopt", "aikito_mem.cli.apply", "aikito_mem.cli.doctor",
+                  "aikito_mem.cli.init", "aikito_mem.cli.status", "aikito_mem.cli.sync_all"}
+
+
+def _memory_project(ws: WS) -> None:
+    for i in range(3):
+        ws.add_file(f"team/r{i}.md", "x\n")
+    ws.add_dir("glossary")
+    ws.add_notes("demo")
+    # One offline checkout beside the active one, as the benchmark's W1 has.
+    ws.write_config("demo", memory=[f"team/r{i}.md" for i in range(3)] + ["glossary"],
+                    paths=[ws.checkout("co"), f"{ws.checkouts_dir}/offline"])
+
+
+def _segments_project(ws: WS) -> None:
+    _memory_project(ws)
+    for name in ("lint", "review"):
+        ws.add_skill(name)
+    ws.write_instructions("demo", "# demo\n\nProject instructions.\n")
+    ws.add_agent("codex", '[agents.codex]\nproject_instruction_path = "AGENTS.md"\n')
+    ws.write_config("demo", memory=[f"team/r{i}.md" for i in range(3)] + ["glossary"],
+                    paths=[ws.checkout("co"), f"{ws.checkouts_dir}/offline"],
+                    skills=["lint", "review"])
+
+
+def _warm_sync_imports(ws: WS) -> set[str]:
+    cold, _ = imported_modules("--workspace", ws.root, "sync", "project", "demo")
+    assert cold.returncode == 0, cold.stderr
+    proc, imported = imported_modules("--workspace", ws.root, "sync", "project", "demo")
+    assert proc.returncode == 0, proc.stderr
+    assert "already in sync" in proc.stdout  # warm: nothing to write
+    return imported
+
+
+def _assert_plain_sync(imported: set[str]) -> None:
+    assert "aikito_mem.cli.sync" in imported  # the one command module it needs
+    assert not (OTHER_COMMANDS & imported), sorted(OTHER_COMMANDS & imported)
+    commands = sorted(m for m in imported if m.startswith("aikito_mem.commands"))
+    assert not commands, commands
+    assert not {"tomlkit", "yaml"} & imported, sorted({"tomlkit", "yaml"} & imported)
+    # Editing agent.toml and the writer's guard are for runs that write ([K4], [E9]).
+    editing = {"aikito_mem.config.edit", "aikito_mem.config.toml_layout",
+               "aikito_mem.executor.guard", "aikito_mem.executor.planfile"}
+    assert not editing & imported, sorted(editing & imported)
+    # Text output: no JSON encoder, no shell quoting, no completion machinery.
+    extras = {"json", "shlex", "click.shell_completion"}
+    assert not extras & imported, sorted(extras & imported)
+
+
+def test_warm_memory_sync_imports_only_the_sync_path(ws: WS) -> None:
+    _memory_project(ws)
+    _assert_plain_sync(_warm_sync_imports(ws))
+
+
+def test_warm_segments_sync_imports_only_the_sync_path(ws: WS) -> None:
+    _segments_project(ws)
+    imported = _warm_sync_imports(ws)
+    _assert_plain_sync(imported)
+    assert "aikito_mem.config.registry" in imported  # the registry was read ([G3])
+
+
+def test_json_sync_imports_json_and_no_other_command(ws: WS) -> None:
+    _memory_project(ws)
+    proc, imported = imported_modules("--workspace", ws.root, "sync", "project", "demo",
+                                      "--dry-run", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert "json" in imported
+    assert not (OTHER_COMMANDS & imported), sorted(OTHER_COMMANDS & imported)
+
+
+def test_version_imports_click_and_the_root_only() -> None:
+    proc, imported = imported_modules("--version")
+    assert proc.returncode == 0 and proc.stdout.startswith("aikito ")
+    ours = {m for m in imported if m.split(".")[0] == "aikito_mem"}
+    assert ours <= VERSION_MODULES, sorted(ours - VERSION_MODULES)
+    floor = subprocess.run([sys.executable, "-X", "importtime", "-c", "import click"],
+                           capture_output=True, text=True, check=True, timeout=120)
+    click_only = {line.rsplit("|", 1)[-1].strip() for line in floor.stderr.splitlines()
+                  if line.startswith("import time:")}
+    # ``-m`` itself imports runpy and importlib.util (the console script does not); click
+    # translates its own help texts through gettext, which imports locale, when it builds
+    # the --version and --help options.
+    allowed = {"runpy", "importlib.util", "importlib.machinery", "importlib._abc",
+               "locale", "_locale"}
+    extra = imported - ours - click_only - allowed
+    assert not extra, sorted(extra)
+
+
+def test_help_still_lists_every_command() -> None:
+    """The lazy root group loads every command for its help, and suggests among all of
+    them for a misspelt one."""
+    from tests.helpers.cli import aikito_argv
+
+    helped = subprocess.run(aikito_argv("--help"), capture_output=True, text=True,
+                            timeout=120)
+    assert helped.returncode == 0
+    for name in ("adopt", "apply", "doctor", "init", "status", "sync"):
+        assert f"\n  {name} " in helped.stdout, name
+    typo = subprocess.run(aikito_argv("doctr"), capture_output=True, text=True, timeout=120)
+    assert typo.returncode == 2 and "'doctor'" in typo.stderr, typo.stderr
