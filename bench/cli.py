@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import report
-from bench.results import Row
+from bench import imports, report
+from bench.results import AIKITO, Row
 from bench.runner import peers
 from bench.runner.groups import (
     BENCH,
@@ -69,6 +69,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--no-strace", action="store_true", help="skip syscall counting")
     ap.add_argument("--no-peers", action="store_true", help="skip the reference tool and stow")
     ap.add_argument("--keep", action="store_true", help="keep the temporary workspaces")
+    ap.add_argument(
+        "--no-imports",
+        action="store_true",
+        help="skip the import budgets (-X importtime of a warm W1 and W1+segments sync)",
+    )
     return ap.parse_args(argv)
 
 
@@ -96,6 +101,25 @@ def get_peers(args: argparse.Namespace) -> tuple[peers.Peer, peers.Peer, peers.P
     return ref, stow, strace
 
 
+def import_budgets(
+    family: list[Workload], root: Path, vbin: Path, envs: Env
+) -> list[tuple[str, imports.Budget]]:
+    """The import budget of a warm sync of each W1-like workload of ``family``, on the
+    workspace its timed aikito_mem rows left in sync."""
+    out: list[tuple[str, imports.Budget]] = []
+    for wl in family:
+        if wl.group_name != "W1":
+            continue
+        ws = root / wl.group_name / wl.name / AIKITO / "ws"
+        if not ws.is_dir():
+            continue
+        log(f"import budget: warm {wl.name}")
+        cmd = [str(vbin / "aikito"), "--workspace", str(ws), "sync", "project", "demo"]
+        out.append((wl.name, imports.measure(str(vbin / "python"), cmd, envs.new(ws),
+                                             str(root))))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     runs = args.runs or (5 if args.quick else 7)
@@ -113,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(tempfile.mkdtemp(prefix="aikito-bench-"))
     started = time.time()
     rows: list[Row] = []
+    budgets: list[tuple[str, imports.Budget]] = []
     try:
         envs = Env(root)
         rows = startup_rows(vbin, ref, envs, root, 2 * runs)
@@ -123,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
             rows += bench_family(
                 family, root, tools, vbin, envs, strace_path, stow.path, runs, budget
             )
+            if not args.no_imports:
+                budgets += import_budgets(family, root, vbin, envs)
             if not args.keep:
                 shutil.rmtree(root / family[0].group_name, ignore_errors=True)
         if with_status:
@@ -144,7 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     found = [p for p in (ref, stow, strace) if p is not None]
     peer_lines = ["peers:"] + [f"  {p.name}: {p.version or 'MISSING'} — {p.reason}" for p in found]
-    text = report.text(header, peer_lines, rows, ts, status, with_status, strace_missing)
+    sections = tuple(imports.text(b, f"warm {name}", top=15) for name, b in budgets)
+    text = report.text(header, peer_lines, rows, ts, status, with_status, strace_missing,
+                       sections)
     doc = report.document(
         rows,
         ts,
@@ -159,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
                 "platform": platform.platform(),
             },
             "peers": {p.name: {"version": p.version or None, "how": p.reason} for p in found},
+            "import_budget": {name: b.as_dict() for name, b in budgets},
         },
     )
     results = BENCH / "results"

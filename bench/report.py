@@ -292,6 +292,57 @@ def targets(rows: list[Row], strace_missing: str = "") -> list[dict[str, object]
     return res
 
 
+#: Start-up goals, tighter than §12's: a warm W1 within this factor of the import floor
+#: (``python -c "import click, attrs, tomllib"``), W1+segments at most this much above
+#: that, and ``aikito --version`` within this factor of ``python -c "import click"``.
+STARTUP_LIMIT = 1.2
+STARTUP_SEGMENTS = 1.05
+VERSION_LIMIT = 1.1
+
+
+def startup_figures(rows: list[Row]) -> list[dict[str, object]]:
+    """The side-by-side start-up figures: each a ratio of two rows timed in one
+    round-robin group (wall and CPU medians), with its goal and MET / NOT MET."""
+    def get(wl: str, v: str, tool: str) -> Row | None:
+        r = find(rows, wl, v, tool)
+        return r if r is not None and r.ok else None
+
+    floor = get(W1.name, "warm", IMPORTS)
+    specs = [
+        ("W1 warm / import floor", get(W1.name, "warm", AIKITO), floor, STARTUP_LIMIT),
+        ("W1+segments warm / import floor", get(W1_SEGMENTS.name, "warm", AIKITO), floor,
+         round(STARTUP_LIMIT * STARTUP_SEGMENTS, 2)),
+        ("aikito --version / import click", get("startup", "-", "aikito --version"),
+         get("startup", "-", "import click"), VERSION_LIMIT),
+    ]
+    out: list[dict[str, object]] = []
+    for name, ra, rb, goal in specs:
+        fig: dict[str, object] = {"figure": name, "goal": goal, "ratio": None,
+                                  "cpu_ratio": None, "status": "NOT MEASURED"}
+        if ra is not None and rb is not None:
+            a, b = ra.median, rb.median
+            ca, cb = ra.cpu_median, rb.cpu_median
+            assert a is not None and b is not None
+            fig["ratio"] = a / b
+            fig["cpu_ratio"] = ca / cb if ca and cb else None
+            fig["status"] = "MET" if a / b <= goal else "NOT MET"
+            fig["measured"] = f"{a:.1f} ms / {b:.1f} ms"
+        out.append(fig)
+    return out
+
+
+def startup_text(figures: list[dict[str, object]]) -> str:
+    out = ["start-up figures (side by side: each pair timed in one round-robin group):"]
+    for f in figures:
+        ratio, cpu = f["ratio"], f["cpu_ratio"]
+        shown = (f"{ratio:.2f}x wall ({f['measured']})" if isinstance(ratio, float)
+                 else "no result")
+        if isinstance(cpu, float):
+            shown += f", {cpu:.2f}x cpu"
+        out.append(f"  [{f['status']}] {f['figure']}: {shown}; goal <= {f['goal']}x")
+    return "\n".join(out)
+
+
 def targets_text(ts: list[dict[str, object]]) -> str:
     out = ["targets (SPEC §12, §13 [G7]):"]
     for t in ts:
@@ -387,9 +438,12 @@ def text(
     status: dict[str, object] | None,
     with_status: bool,
     strace_missing: str = "",
+    sections: tuple[str, ...] = (),
 ) -> str:
-    """The whole printed report."""
-    parts = [header, "\n".join(peer_lines), table(rows, strace_missing), targets_text(ts)]
+    """The whole printed report; ``sections`` (the import budgets) go after the start-up
+    figures."""
+    parts = [header, "\n".join(peer_lines), table(rows, strace_missing), targets_text(ts),
+             startup_text(startup_figures(rows)), *sections]
     if with_status:
         parts.append(status_text(status))
     return "\n\n".join([*parts, INVOCATIONS])
@@ -408,5 +462,6 @@ def document(
         **meta,
         "rows": [dict(r.as_dict(), **ratios(rows, r)) for r in rows],
         "targets": ts,
+        "startup_figures": startup_figures(rows),
         "status_w4": status,
     }

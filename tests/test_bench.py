@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import cli, report, suite
+from bench import cli, imports, report, suite
 from bench.results import AIKITO, FLOOR, IMPORTS, PASS, REFERENCE, STOW, Row, Sample
 from bench.runner import peers
 
@@ -254,6 +254,48 @@ def test_document_carries_every_row_with_its_ratios() -> None:
     by_key = {(r["workload"], r["tool"]): r for r in doc["rows"]}  # type: ignore[attr-defined]
     assert by_key[("W1+segments", AIKITO)]["x_w1"] == pytest.approx(1.1)
     assert by_key[("W1", STOW)]["missing"] == peers.not_installed("stow")
+
+
+def test_startup_figures_are_ratios_of_rows_of_one_group() -> None:
+    rows = [*_rows(), _row("startup", "-", "import click", 40.0),
+            _row("startup", "-", "aikito --version", 45.0)]
+    figures = {f["figure"]: f for f in report.startup_figures(rows)}
+    w1 = figures["W1 warm / import floor"]  # warm W1 110 ms over the W1 group's 80 ms
+    assert (w1["ratio"], w1["goal"], w1["status"]) == (pytest.approx(1.375), 1.2, "NOT MET")
+    assert w1["cpu_ratio"] == pytest.approx(109 / 79)
+    seg = figures["W1+segments warm / import floor"]
+    assert (seg["ratio"], seg["goal"]) == (pytest.approx(121 / 80), 1.26)
+    version = figures["aikito --version / import click"]
+    assert (version["ratio"], version["status"]) == (pytest.approx(1.125), "NOT MET")
+    text = report.startup_text(list(figures.values()))
+    assert "[NOT MET] W1 warm / import floor: 1.38x wall (110.0 ms / 80.0 ms)" in text
+    missing = report.startup_figures([r for r in rows if r.tool != IMPORTS])
+    assert missing[0]["status"] == "NOT MEASURED"
+    assert report.document(rows, [], None, {})["startup_figures"] == report.startup_figures(rows)
+
+
+_IMPORTTIME = """\
+import time: self [us] | cumulative | imported package
+import time:       120 |        120 |   click.core
+import time:      2500 |       2500 |     aikito_mem.model
+import time:       300 |       2800 |   aikito_mem.cli
+import time:       800 |        800 | locale
+"""
+
+
+def test_import_budget_parses_and_sorts_self_times() -> None:
+    parsed = imports.parse(_IMPORTTIME)
+    assert parsed == {"click.core": 120, "aikito_mem.model": 2500, "aikito_mem.cli": 300,
+                      "locale": 800}
+    other = dict(parsed, **{"aikito_mem.model": 3500})
+    budget = imports.summarise([parsed, other, parsed], {"click.core"}, ["aikito"])
+    assert list(budget.package.items()) == [("aikito_mem.model", 2.5), ("aikito_mem.cli", 0.3)]
+    assert budget.beyond_floor == {"locale": 0.8}  # click.core is the floor's
+    assert budget.package_ms == pytest.approx(2.8) and budget.runs == 3
+    text = imports.text(budget, "warm W1", top=1)
+    assert "aikito_mem: 2.8 ms in 2 modules" in text
+    assert "  2.50  aikito_mem.model" in text and "(1 more)" in text
+    assert budget.as_dict()["beyond_floor"] == {"locale": 0.8}
 
 
 def test_number_formats() -> None:
