@@ -16,7 +16,6 @@ import attrs
 from attrs import frozen
 
 
-
 class Value:
     """The one ``__eq__``, ``__hash__`` and ``__repr__`` of every value class ([§12]).
 
