@@ -35,9 +35,9 @@ from aikito_mem.model import (
     ProjectConfig,
     SourceCheck,
     SyncResult,
-    Value,
 )
 from aikito_mem.planner.memory import build_plan
+from aikito_mem.values import Value
 from aikito_mem.world import checkouts as _checkouts
 from aikito_mem.world.observe import Observer, with_identity
 from aikito_mem.world.resources import resolve

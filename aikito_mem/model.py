@@ -8,55 +8,12 @@ being able to change what it was planned against ([A1]).
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
-from operator import attrgetter
 from typing import Any
 
 import attrs
 from attrs import frozen
 
-
-class Value:
-    """The one ``__eq__``, ``__hash__`` and ``__repr__`` of every value class ([§12]).
-
-    Each value is ``@frozen(repr=False, eq=False)`` with this base: still an ``attrs``
-    frozen slotted class (``attrs.fields``, ``attrs.evolve``, immutability, [A1]) whose
-    ``__init__`` attrs generates, but these three methods are shared instead of compiled
-    once per class at import — that compiling was most of what importing the model cost.
-    They mean what attrs' own would: equal when of the same class with equal fields, in
-    order; a hash of the fields; ``Name(field=value, ...)``.
-    """
-
-    __slots__ = ()
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        fields = _fields_of(self.__class__)
-        return bool(fields(self) == fields(other))
-
-    def __hash__(self) -> int:
-        return hash((self.__class__, _fields_of(self.__class__)(self)))
-
-    def __repr__(self) -> str:
-        cls: Any = self.__class__  # an attrs class: every subclass is one
-        shown = ", ".join(f"{a.name}={getattr(self, a.name)!r}"
-                          for a in attrs.fields(cls) if a.repr)
-        return f"{cls.__qualname__}({shown})"
-
-
-#: The field getter of each value class, made on first use.
-_GETTERS: dict[type, Callable[[Any], Any]] = {}
-
-
-def _fields_of(cls: type) -> Callable[[Any], Any]:
-    """The values of ``cls``'s compared fields, as one tuple."""
-    get = _GETTERS.get(cls)
-    if get is None:
-        names = [a.name for a in attrs.fields(cls) if a.eq]
-        get = _GETTERS[cls] = attrgetter(*names) if len(names) > 1 else (
-            lambda value: tuple(getattr(value, name) for name in names))
-    return get
+from aikito_mem.values import Value
 
 
 class Action(enum.Enum):

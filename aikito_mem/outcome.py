@@ -37,8 +37,8 @@ from aikito_mem.model import (
     Segment,
     SegmentName,
     SyncResult,
-    Value,
 )
+from aikito_mem.values import Value
 
 
 @attrs.frozen(repr=False, eq=False)

@@ -47,7 +47,7 @@ import attrs
 
 from aikito_mem import layout
 from aikito_mem.errors import ConfigError
-from aikito_mem.model import Value
+from aikito_mem.values import Value
 
 __all__ = [
     "FOUND_VIA",

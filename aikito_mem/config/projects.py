@@ -35,7 +35,8 @@ from aikito_mem.config.agent_toml import parse_project_config
 from aikito_mem.config.discovery import home_directory
 from aikito_mem.errors import ConfigError, ProjectNotFoundError
 from aikito_mem.fsutil import FileTooLargeError, NotRegularFileError, read_regular
-from aikito_mem.model import CheckoutState, ProjectConfig, Value
+from aikito_mem.model import CheckoutState, ProjectConfig
+from aikito_mem.values import Value
 from aikito_mem.world import checkouts as _checkouts
 from aikito_mem.world.observe import Observer
 

@@ -28,7 +28,7 @@ from attrs import frozen
 
 from aikito_mem.errors import ConfigError
 from aikito_mem.layout import AGENTS_DIR, agents_root
-from aikito_mem.model import Value
+from aikito_mem.values import Value
 
 #: The stem of a registry file: lower-case letters, digits, ``.``, ``_``, ``-``, starting
 #: with a letter or digit ([G3]).

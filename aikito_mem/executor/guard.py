@@ -50,9 +50,9 @@ from aikito_mem.model import (
     Plan,
     ProjectConfig,
     SegmentName,
-    Value,
 )
 from aikito_mem.planner.memory import history, owns
+from aikito_mem.values import Value
 
 _CREATE, _UNLINK = Action.CREATE, Action.UNLINK
 

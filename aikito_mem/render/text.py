@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 
 from aikito_mem.errors import AikitoError
-from aikito_mem.model import Value
+from aikito_mem.values import Value
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 

@@ -41,8 +41,8 @@ from aikito_mem.model import (
     Kind,
     Observed,
     ProjectConfig,
-    Value,
 )
+from aikito_mem.values import Value
 from aikito_mem.world.observe import Observer
 
 
