@@ -71,9 +71,11 @@ _CONSEQUENCE = {
     "sync_mode": ("skills would be linked, whatever mode you meant", 'sync_mode = "link"'),
 }
 
-_TOML_POSITION = re.compile(r"^(?P<msg>.*) \(at line (?P<line>\d+), column (?P<col>\d+)\)$", re.S)
+#: Patterns of the error and message paths: compiled (and cached by ``re``) on first use,
+#: not at import ([§12]).
+_TOML_POSITION = r"(?s)^(?P<msg>.*) \(at line (?P<line>\d+), column (?P<col>\d+)\)$"
 _TOML_AT_END = " (at end of document)"
-_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+_BARE_KEY = r"^[A-Za-z0-9_-]+$"
 _BOM = b"\xef\xbb\xbf"
 _REFERENCE_RULES = (
     "expected a clean relative POSIX path below the workspace memory/ directory "
@@ -126,7 +128,7 @@ def _parse_toml(text: str, config_path: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
-        match = _TOML_POSITION.match(message)
+        match = re.match(_TOML_POSITION, message)
         if match is not None:
             msg, line, col = match["msg"], int(match["line"]), int(match["col"])
         else:
@@ -236,7 +238,7 @@ def _list_of_strings(
 ) -> tuple[str, ...]:
     """[C2]/[G1]: a list whose every element is a string, else an error naming the index."""
     if not isinstance(value, list):
-        if isinstance(value, str) and _BARE_KEY.match(value.replace("/", "").replace(".", "")):
+        if isinstance(value, str) and re.match(_BARE_KEY, value.replace("/", "").replace(".", "")):
             remedy = f'write {key} = ["{value}"]'
         else:
             remedy = f"write a list of {noun}s, e.g. {key} = [{example}]"

@@ -28,7 +28,8 @@ __all__ = [
 MAX_COMPONENT_BYTES = 255
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
-_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+#: For messages only: compiled (and cached by ``re``) on first use ([§12]).
+_BARE_KEY = r"^[A-Za-z0-9_-]+$"
 
 #: References that obviously satisfy [C3]: components of ASCII letters, digits and
 #: ``._-+@=,~`` that start with a letter, digit or ``_`` (so never ``.``, ``..``, empty,
@@ -221,7 +222,7 @@ def found_value(value: object) -> str:
 
 def toml_key(key: str) -> str:
     """A table key as TOML would write it: bare when possible, else quoted."""
-    if _BARE_KEY.match(key):
+    if re.match(_BARE_KEY, key):
         return key
     if key.isprintable() and '"' not in key and "\\" not in key:
         return f'"{key}"'

@@ -33,7 +33,8 @@ FS_IOC_GETVERSION = 0x80087601
 _GONE = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)
 _EMPTY: Iterator[os.DirEntry[str]] = iter(())
 _MOUNTINFO = "/proc/self/mountinfo"
-_OCTAL = re.compile(rb"\\([0-7]{3})")
+#: Compiled (and cached by ``re``) when the mount table is first read ([§12]).
+_OCTAL = rb"\\([0-7]{3})"
 
 _KINDS = {
     stat.S_IFLNK: Kind.LINK,
@@ -91,7 +92,7 @@ def mount_points(mountinfo: str = _MOUNTINFO) -> frozenset[str] | None:
     for line in data.splitlines():
         fields = line.split(b" ")
         if len(fields) > 4:
-            raw = _OCTAL.sub(lambda m: bytes([int(m.group(1), 8)]), fields[4])
+            raw = re.sub(_OCTAL, lambda m: bytes([int(m.group(1), 8)]), fields[4])
             points.add(os.fsdecode(raw))
     return frozenset(points)
 
