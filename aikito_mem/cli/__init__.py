@@ -18,6 +18,7 @@ Commands render a report and exit; outcomes and exit codes are decided by the en
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -148,7 +149,15 @@ EPILOGS = {"apply": APPLY_EPILOG, "adopt": ADOPT_EPILOG}
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point (and ``python -m aikito_mem``).
+
+    One run is one short process whose only cyclic garbage is the few hundred objects its
+    imports leave behind (attrs rebuilds each value class as a slotted one): the cyclic
+    collector would only cost time — some forty passes in a warm sync, more as plans
+    grow — so the command line turns it off ([§12]).  Reference counting still frees
+    everything else at once.  The API, a library in someone else's process, never
+    touches the collector."""
+    gc.disable()
     cli(prog_name="aikito")
 
 
