@@ -70,8 +70,10 @@ def _assert_plain_sync(imported: set[str]) -> None:
     editing = {"aikito_mem.config.edit", "aikito_mem.config.toml_layout",
                "aikito_mem.executor.guard", "aikito_mem.executor.planfile"}
     assert not editing & imported, sorted(editing & imported)
-    # Text output: no JSON encoder, no shell quoting, no completion machinery.
-    extras = {"json", "shlex", "click.shell_completion"}
+    # Text output: no JSON encoder, no shell quoting, no completion machinery; nothing
+    # occupied, so no question to git ([L1]) and no subprocess machinery.
+    extras = {"json", "shlex", "click.shell_completion", "aikito_mem.world.git",
+              "subprocess"}
     assert not extras & imported, sorted(extras & imported)
 
 

@@ -290,12 +290,14 @@ def _tracked(
     with an occupied target, none otherwise (a warm sync starts no subprocess).  Outside
     a work tree nothing is tracked; git missing, failing or slow: nothing is tracked and
     one ``git.unavailable`` finding says so."""
+    occupied = occupied_targets(plan, skills, skill_views, source, instr_views)
+    if not occupied:  # nor does it import the git room and subprocess ([§12])
+        return {}, ()
     from aikito_mem.world import git
 
     tracked: dict[str, frozenset[str]] = {}
     findings: list[Finding] = []
-    for checkout, rels in occupied_targets(plan, skills, skill_views, source,
-                                           instr_views).items():
+    for checkout, rels in occupied.items():
         answer = git.tracked(checkout, rels)
         if isinstance(answer, git.Unavailable):
             findings.append(Finding(
