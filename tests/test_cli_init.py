@@ -60,7 +60,8 @@ def words(result: Result) -> list[tuple[str, str]]:
 
 
 def test_init_creates_the_default_workspace_and_the_pointer(home: Path) -> None:
-    result = run("init")
+    (home / ".claude").mkdir()  # Claude Code detected (and nothing on PATH)
+    result = run("init", env={"PATH": ""})
     assert result.exit_code == 0, result.output
     ws = home / "aikito"
     lines = result.stdout.splitlines()
@@ -70,7 +71,7 @@ def test_init_creates_the_default_workspace_and_the_pointer(home: Path) -> None:
     assert all(word == "created" for word, _ in listed)
     paths = [p for _, p in listed]
     assert [p for p in paths if p in WORKSPACE] == WORKSPACE
-    assert "agents/claude-code.toml" in paths
+    assert [p for p in paths if p.startswith("agents/")] == ["agents/", "agents/claude-code.toml"]
     assert "~/.config/aikito/workspace" in paths
     for rel in WORKSPACE:
         assert (ws / rel).exists()

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from aikito_mem import Project
-from aikito_mem.commands.init.defaults import AGENTS
 from aikito_mem.commands.init.run import (
     LAYOUT_TEXT,
     WORKSPACE_DIRS,
@@ -20,6 +19,7 @@ from aikito_mem.commands.init.run import (
     init_workspace,
     text_lines,
 )
+from aikito_mem.config.catalogue import load_catalogue
 from aikito_mem.config.discovery import resolve_workspace
 from aikito_mem.errors import ConfigError
 from tests.helpers.snapshots import snapshot
@@ -40,16 +40,43 @@ def made_workspace(home: str, **extra: str) -> str:
 # -- init_workspace: a fresh workspace ---------------------------------------------------
 
 
+def fake_executable(directory: Path, name: str) -> None:
+    """An executable ``name`` in ``directory``: what detection finds on ``PATH``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    exe = directory / name
+    exe.write_text("#!/bin/sh\nexit 0\n")
+    exe.chmod(0o755)
+
+
+def detect_every_agent(home: str) -> None:
+    """A home directory where every catalogue agent is detected (its detect paths)."""
+    for entry in load_catalogue():
+        for path in entry.detect.paths:
+            Path(home, path).mkdir(parents=True, exist_ok=True)
+        if not entry.detect.paths:
+            fake_executable(Path(home, "bin"), entry.detect.commands[0])
+
+
+def every_agent_env(home: str) -> dict[str, str]:
+    detect_every_agent(home)
+    return env(home, PATH=f"{home}/bin")
+
+
 def test_fresh_workspace_at_the_default_location(home: str) -> None:
     report = init_workspace(environ=env(home))
     root = f"{home}/aikito"
     assert report.workspace == root and report.found_via == "default"
-    assert report.outcome == "applied" and report.findings == ()
+    assert report.outcome == "applied"
     for name in WORKSPACE_DIRS:
-        assert os.path.isdir(f"{root}/{name}") and not os.path.islink(f"{root}/{name}")
+        if name != "agents":
+            assert os.path.isdir(f"{root}/{name}") and not os.path.islink(f"{root}/{name}")
     assert os.listdir(f"{root}/subagents") == []
     assert Path(root, "layout.toml").read_bytes() == LAYOUT_TEXT == b"version = 2\n"
-    assert sorted(os.listdir(f"{root}/agents")) == sorted(f"{a.name}.toml" for a in AGENTS)
+    # No agent detected here (no PATH, an empty home): no agents/ at all, so AGENTS.md is
+    # the one instruction target ([N2], [G3]); a note says how to add agents.
+    assert not os.path.lexists(f"{root}/agents")
+    assert report.agents == () and report.findings == ()
+    assert any("aikito agents add NAME" in line for line in text_lines(report))
     pointer = f"{home}/.config/aikito/workspace"
     assert report.pointer == pointer
     assert Path(pointer).read_text() == root + "\n"
@@ -59,6 +86,34 @@ def test_fresh_workspace_at_the_default_location(home: str) -> None:
     assert (found.root, found.found_via) == (root, "pointer file")
 
 
+def test_two_detected_agents_make_exactly_two_registry_files(
+    home: str, tmp_path: Path
+) -> None:
+    """Detection with the run's environment: one agent by an executable on PATH, one by
+    a path under the home directory; nothing else of the catalogue is written [N2]."""
+    bin_dir = tmp_path / "bin"
+    fake_executable(bin_dir, "claude")
+    Path(home, ".codex").mkdir()
+    report = init_workspace(environ=env(home, PATH=f"/nonexistent:{bin_dir}"))
+    root = report.workspace
+    assert sorted(os.listdir(f"{root}/agents")) == ["claude-code.toml", "codex.toml"]
+    assert [e.role for e in report.entries].count("agent") == 2
+    assert report.findings == ()
+    from aikito_mem.config.registry import load_registry
+
+    registry = load_registry(root)
+    assert {t.path: t.agents for t in registry.targets} == {
+        ".claude/CLAUDE.md": ("claude-code",), "AGENTS.md": ("codex",)}
+
+
+def test_a_command_that_is_not_executable_is_not_detected(home: str, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").write_text("not executable\n")
+    report = init_workspace(environ=env(home, PATH=str(bin_dir)))
+    assert not os.path.lexists(f"{report.workspace}/agents")
+
+
 def test_pointer_directories_are_private(home: str) -> None:
     made_workspace(home)
     assert os.stat(f"{home}/.config").st_mode & 0o777 == 0o700
@@ -66,27 +121,34 @@ def test_pointer_directories_are_private(home: str) -> None:
 
 
 def test_registry_files_hold_only_their_own_agents_table(home: str) -> None:
-    root = made_workspace(home)
-    for agent in AGENTS:
+    root = init_workspace(environ=every_agent_env(home)).workspace
+    catalogue = load_catalogue()
+    assert sorted(os.listdir(f"{root}/agents")) == sorted(f"{a.name}.toml" for a in catalogue)
+    for agent in catalogue:
         doc = tomllib.loads(Path(root, "agents", f"{agent.name}.toml").read_text())
         # The reference tool refuses any other top-level key or table ([G3]).
         assert list(doc) == ["agents"] and list(doc["agents"]) == [agent.name]
         table = doc["agents"][agent.name]
-        assert table["project_instruction_path"] == agent.project_instruction_path
-        assert table["detect"] == {"commands": list(agent.commands), "paths": list(agent.paths)}
-    by_name = {a.name: a.project_instruction_path for a in AGENTS}
+        assert table.get("project_instruction_path") == agent.instruction_path
+        assert table.get("project_skills_path") == agent.skills_path
+        assert table["detect"] == {"commands": list(agent.detect.commands),
+                                   "paths": list(agent.detect.paths)}
+    by_name = {a.name: a.instruction_path for a in catalogue}
     assert by_name["claude-code"] == ".claude/CLAUDE.md"
     assert by_name["codex"] == "AGENTS.md"
 
 
-def test_the_engine_reads_the_default_registry(home: str) -> None:
+def test_the_engine_reads_the_registry_init_writes(home: str) -> None:
     from aikito_mem.config.registry import load_registry
 
-    registry = load_registry(made_workspace(home))
-    assert {t.path: set(t.agents) for t in registry.targets} == {
-        "AGENTS.md": {a.name for a in AGENTS} - {"claude-code"},
-        ".claude/CLAUDE.md": {"claude-code"},
-    }
+    registry = load_registry(init_workspace(environ=every_agent_env(home)).workspace)
+    catalogue = load_catalogue()
+    assert {a.name for a in registry.agents} == {a.name for a in catalogue}
+    expected: dict[str, set[str]] = {}
+    for a in catalogue:
+        if a.instruction_path is not None:
+            expected.setdefault(a.instruction_path, set()).add(a.name)
+    assert {t.path: set(t.agents) for t in registry.targets} == expected
 
 
 def test_path_argument_wins_and_relative_is_resolved_against_cwd(
@@ -464,6 +526,7 @@ def test_project_needs_a_workspace(home: str, tmp_path: Path) -> None:
 
 
 def test_prepare_knows_the_default_agents(home: str) -> None:
+    Path(home, ".claude").mkdir()  # Claude Code detected: agents/claude-code.toml
     root = made_workspace(home)
     co = Path(home, "code", "demo")
     co.mkdir(parents=True)
@@ -490,9 +553,11 @@ def test_json_document(home: str) -> None:
 
 
 def test_text_lines(home: str) -> None:
+    Path(home, ".claude").mkdir()
     lines = text_lines(init_workspace(dry_run=True, environ=env(home)), home=home)
     assert lines[0] == f"Would initialise workspace {home}/aikito"
     assert "  would create projects/" in lines
+    assert "  would create agents/" in lines
     assert "  would create agents/claude-code.toml" in lines
     assert "  would create ~/.config/aikito/workspace" in lines
     assert lines[-1] == "Next: aikito init project NAME [CHECKOUT]"
@@ -537,6 +602,10 @@ def test_the_reference_tool_accepts_the_workspace(home: str) -> None:
         "aikito")
     if not exe.exists():
         pytest.skip("the reference tool is not installed (make bench installs it)")
+    # One agent detected, so agents/ exists: the reference tool refuses a workspace
+    # without it (a workspace made where no agent is detected gets one from
+    # `aikito agents add`).
+    Path(home, ".codex").mkdir()
     root = made_workspace(home)
     co = Path(home, "code", "demo")
     co.mkdir(parents=True)

@@ -1,7 +1,8 @@
 """The ``aikito`` command line (SPEC §9): one module per command, one error handler.
 
 - :mod:`~aikito_mem.cli.sync` — ``sync project``; :mod:`~aikito_mem.cli.apply` —
-  ``apply``; :mod:`~aikito_mem.cli.status`, :mod:`~aikito_mem.cli.doctor`,
+  ``apply``; :mod:`~aikito_mem.cli.agents` — ``agents`` and ``agents add``;
+  :mod:`~aikito_mem.cli.status`, :mod:`~aikito_mem.cli.doctor`,
   :mod:`~aikito_mem.cli.adopt` — the commands of the same names;
 - :mod:`~aikito_mem.cli.error_handler` — every command body runs inside it: the signal
   record installed first, every error mapped to its exit code and its one JSON document,
@@ -31,6 +32,7 @@ from aikito_mem.cli.options import HELP_WIDTH, FullSummaries
 #: Each command of the root group: its module (under ``aikito_mem.cli``) and attribute.
 COMMANDS = {
     "adopt": ("adopt", "adopt_cmd"),
+    "agents": ("agents", "agents_cmd"),
     "apply": ("apply", "apply_cmd"),
     "doctor": ("doctor", "doctor_cmd"),
     "init": ("init", "init_cmd"),

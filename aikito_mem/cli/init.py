@@ -197,9 +197,11 @@ def workspace_cmd(ctx: click.Context, path: str, dry_run: bool, as_json: bool) -
 @json_option(SCHEMA)
 @click.pass_context
 def init_cmd(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
-    """Create a workspace at PATH — projects/, memory/, skills/, agents/ (a registry of
-    common agents), subagents/ and layout.toml, which the reference tool needs too — and
-    the pointer file ~/.config/aikito/workspace when there is none.
+    """Create a workspace at PATH — projects/, memory/, skills/, agents/ (a registry file
+    for each coding agent detected on this machine; none detected: no agents/, and
+    `aikito agents add NAME` registers one later), subagents/ and layout.toml, which the
+    reference tool needs too — and the pointer file ~/.config/aikito/workspace when there
+    is none.
 
     PATH defaults to where aikito looks for the workspace: $AIKITO_DIR, else ~/aikito
     (or the group option --workspace). Nothing is ever overwritten: on an existing

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from attrs import frozen
 
 from aikito_mem.errors import ConfigError
-from aikito_mem.layout import AGENTS_DIR, agents_root
+from aikito_mem.layout import AGENTS_DIR, SKILLS_DIR, agents_root
 from aikito_mem.values import Value
 
 #: The stem of a registry file: lower-case letters, digits, ``.``, ``_``, ``-``, starting
@@ -37,7 +37,9 @@ AGENT_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*\Z")
 DEFAULT_TARGET = "AGENTS.md"
 #: Instruction targets may not be, or be inside, these ([G3]).
 _RESERVED = (AGENTS_DIR, ".git")
-_KNOWN = ("project_instruction_path", "detect")
+_KNOWN = ("project_instruction_path", "project_skills_path", "detect")
+#: The skills directory every checkout gets; naming it as an agent's adds nothing ([N1]).
+SHARED_SKILLS = SKILLS_DIR
 
 
 @frozen(repr=False, eq=False)
@@ -60,6 +62,8 @@ class AgentEntry(Value):
     instruction_path: str | None = None
     #: ``None`` when the file has no ``detect`` table (never detected).
     detect: Detect | None = None
+    #: ``project_skills_path`` ([N1]), or ``None`` (no skills directory of its own).
+    skills_path: str | None = None
 
 
 @frozen(repr=False, eq=False)
@@ -187,7 +191,25 @@ def parse_agent_file(name: str, data: bytes, file: str) -> AgentEntry:
         path = _clean_path(table["project_instruction_path"], file,
                            f"agents.{name}.project_instruction_path")
     detect = _parse_detect(table["detect"], file, name) if "detect" in table else None
-    return AgentEntry(name, file, path, detect)
+    skills: str | None = None
+    if "project_skills_path" in table:
+        skills = _skills_path(table["project_skills_path"], file, name)
+    return AgentEntry(name, file, path, detect, skills)
+
+
+def _skills_path(value: object, file: str, agent: str) -> str:
+    """``project_skills_path`` ([N1]): a clean relative directory inside the checkout;
+    ``.agents/skills`` itself, or a path with no ``.git`` or ``.agents`` component."""
+    key = f"agents.{agent}.project_skills_path"
+    path = _clean_path(value, file, key)
+    if path == SHARED_SKILLS:
+        return path
+    for part in path.split("/"):
+        if part.casefold() in _RESERVED:
+            raise _error(file, key, f"{path!r} has a {part} component",
+                         f"choose a directory outside {part}/ (aikito owns .agents — "
+                         f"{SHARED_SKILLS} itself is allowed; git owns .git)")
+    return path
 
 
 def _reserved(path: str) -> str | None:

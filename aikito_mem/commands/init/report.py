@@ -73,6 +73,9 @@ class InitReport:
     registered_as: str | None = None
     #: The pointer file considered (``None`` when no home directory is known).
     pointer: str | None = None
+    #: The catalogue agents detected on this machine and registered in a new ``agents/``
+    #: ([N2]); empty: none detected, so no ``agents/``; ``None``: ``agents/`` existed.
+    agents: tuple[str, ...] | None = None
 
     def count(self, status: InitStatus) -> int:
         return sum(1 for e in self.entries if e.status is status)
@@ -96,6 +99,7 @@ class InitReport:
             "checkout": self.checkout,
             "registered_as": self.registered_as,
             "pointer": self.pointer,
+            "agents": None if self.agents is None else list(self.agents),
             "summary": {s.value: self.count(s) for s in InitStatus},
             "entries": [e.to_json() for e in self.entries],
             "findings": [attrs.asdict(f) for f in self.findings],
@@ -143,5 +147,10 @@ def text_lines(report: InitReport, *, home: str | None = None) -> list[str]:
     if report.registered_as is not None:
         lines.append(f"  checkout     {report.registered_as}")
     lines += [f"warning: {f.message}" for f in report.findings if f.severity == "warning"]
+    if report.agents == ():
+        lines += ["note: no coding agent was detected on this machine, so there is no",
+                  "  agents/ registry and AGENTS.md is each checkout's one instruction target;",
+                  "  `aikito agents` lists the agents aikito knows, and",
+                  "  `aikito agents add NAME` registers one"]
     lines.append(after)
     return lines

@@ -3,11 +3,12 @@
 Two engine functions, each planning from observations first and then writing exactly the
 plan (a dry run stops after planning and writes nothing):
 
-- :func:`init_workspace` creates ``projects/``, ``memory/``, ``skills/``, ``agents/`` (with
-  the default agent registry of :mod:`aikito_mem.commands.init.defaults`), the empty
-  ``subagents/`` and ``layout.toml`` (``version = 2``) — the last two are what the
-  reference tool (``aikito`` 1.61.1) requires of a workspace, so both tools accept it — and
-  the pointer file of [W1] when none exists.
+- :func:`init_workspace` creates ``projects/``, ``memory/``, ``skills/``, ``agents/`` with
+  one registry file per agent of the catalogue (:mod:`aikito_mem.config.catalogue`)
+  detected on this machine — no ``agents/`` at all when none is detected, so that
+  ``AGENTS.md`` is the one instruction target ([N2], [G3]) — the empty ``subagents/`` and
+  ``layout.toml`` (``version = 2``) — what the reference tool (``aikito`` 1.61.1) requires
+  of a workspace, with ``agents/`` — and the pointer file of [W1] when none exists.
 - :func:`init_project` creates ``projects/NAME/agent.toml`` from a small commented
   template, registering a checkout when one is given.
 
@@ -39,7 +40,6 @@ from typing import Any
 import attrs
 
 from aikito_mem import fsutil, signals
-from aikito_mem.commands.init.defaults import AGENTS, registry_text, toml_list
 from aikito_mem.commands.init.paths import (
     check_path_text,
     checkout_registration,
@@ -301,6 +301,30 @@ def _check_looks_like_workspace(root: str) -> None:
         )
 
 
+def _agent_steps(anchor: str, parts: tuple[str, ...], env: Mapping[str, str],
+                 home: str | None, detected_names: list[str]) -> list[_Step]:
+    """``agents/`` with one registry file per catalogue agent detected here ([N2]); none
+    detected: no ``agents/`` (``AGENTS.md`` stays the one target, [G3])."""
+    from aikito_mem.config.catalogue import load_catalogue, registry_text
+    from aikito_mem.config.registry import detected
+
+    found = [e for e in load_catalogue() if detected(e.detect, env, home)]
+    detected_names += [e.name for e in found]
+    if not found:
+        return []
+    steps = [_Step(anchor, parts, EntryKind.DIRECTORY, "agents")]
+    steps += [_Step(anchor, (*parts, f"{e.name}.toml"), EntryKind.FILE, "agent",
+                    data=registry_text(e).encode("utf-8")) for e in found]
+    return steps
+
+
+def toml_list(values: tuple[str, ...] | list[str]) -> str:
+    """A one-line TOML array of basic strings."""
+    from aikito_mem.config.edit import toml_basic_string
+
+    return "[" + ", ".join(toml_basic_string(v) for v in values) + "]"
+
+
 def init_workspace(
     path: str | None = None,
     *,
@@ -331,16 +355,15 @@ def init_workspace(
             steps.append(_Step(ws_anchor, (), EntryKind.DIRECTORY, "workspace", exists=True))
             _check_looks_like_workspace(root)
         legacy = [n for n in _LEGACY_FILES if not missing and _lstat(f"{root}/{n}")]
+        agents: list[str] | None = None  # the catalogue agents registered: agents/ is new
         for name in WORKSPACE_DIRS:
             exists = not missing and _observe(f"{root}/{name}", EntryKind.DIRECTORY, findings)
+            if name == "agents" and not exists:
+                agents = []
+                steps += _agent_steps(ws_anchor, (*base, name), env, home, agents)
+                continue
             steps.append(_Step(ws_anchor, (*base, name), EntryKind.DIRECTORY, name,
                                exists=exists))
-            if name == "agents" and not exists:
-                steps += [
-                    _Step(ws_anchor, (*base, name, f"{a.name}.toml"), EntryKind.FILE, "agent",
-                          data=registry_text(a).encode("utf-8"))
-                    for a in AGENTS
-                ]
         layout = f"{root}/{LAYOUT_FILE}"
         if legacy:
             findings.append(Finding(
@@ -367,7 +390,7 @@ def init_workspace(
 
     def report(entries: tuple[InitEntry, ...]) -> InitReport:
         return InitReport("workspace", root, found_via, dry_run, entries, tuple(findings),
-                          pointer=pointer)
+                          pointer=pointer, agents=None if agents is None else tuple(agents))
 
     return _run(steps, report, dry_run)
 
