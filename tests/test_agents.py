@@ -97,6 +97,8 @@ def test_comment_blocks_belong_to_the_table_below_them() -> None:
     b'name = "x"\n',  # a key outside [agents.<name>]
     b'[agents.Bad_Name]\ndisplay_name = "x"\n[agents.Bad_Name.detect]\ncommands = ["x"]\n',
     b'[agents.x]\ndisplay_name = "x"\n',  # no detect table
+    # A name [G3] accepts but the reference tool does not (not kebab case).
+    b'[agents.a_b]\ndisplay_name = "x"\n[agents.a_b.detect]\ncommands = ["x"]\n',
     b'[agents.x]\ndisplay_name = "x"\nproject_instruction_path = "../x"\n'
     b'[agents.x.detect]\ncommands = ["x"]\n',
 ])

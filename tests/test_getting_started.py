@@ -165,8 +165,11 @@ def test_readme_getting_started_in_a_fresh_home(tmp_path: Path) -> None:
         ok(r)
         lines = r.stdout.splitlines()
         assert lines[0] == f"Initialised workspace {ws}"
-        for name in ("projects", "memory", "skills", "agents", "subagents"):
+        for name in ("projects", "memory", "skills", "subagents"):
             assert f"  created      {name}/" in lines and (ws / name).is_dir()
+        # A fresh home with no agent on PATH: no agents/ registry, and a note [N2].
+        assert not (ws / "agents").exists()
+        assert any("aikito agents add NAME" in line for line in lines)
         assert (home / ".config/aikito/workspace").read_text() == f"{ws}\n"
 
     def init_project(r: Ran) -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import enum
 import os
-import stat
 from collections.abc import Mapping, Sequence
 
 from attrs import frozen
@@ -194,25 +193,6 @@ def _selected(names: Sequence[str], catalogue: Sequence[CatalogueEntry]
     return list(chosen.values())
 
 
-def _registry_dir(root: str) -> bool:
-    """Whether ``<root>/agents`` exists as a real directory; anything else there is a
-    ``ConfigError`` (nothing is written through a symlink or over a file)."""
-    from aikito_mem import fsutil
-
-    path = f"{root}/{REGISTRY_DIR}"
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return False
-    if stat.S_ISDIR(st.st_mode):
-        return True
-    raise ConfigError(
-        f"{path} is {fsutil.describe_mode(st.st_mode)}; expected the agent registry "
-        "directory — aikito never writes through a symlink or over a file: move it away "
-        "and run again; nothing was written", code="config.registry", path=path,
-    )
-
-
 def _check_combined(registry: Registry, new: Sequence[CatalogueEntry], root: str) -> None:
     """The registry the added files would make must load as a sync loads it ([G3]):
     a new target inside another agent's target is refused before anything is written."""
@@ -248,8 +228,10 @@ def add_agents(workspace: str | None, names: Sequence[str], *, dry_run: bool = F
         chosen = _selected(names, catalogue)
         ws = resolve_workspace(workspace, environ=env)
         directory = f"{ws.root}/{REGISTRY_DIR}"
-        exists = _registry_dir(ws.root)
+        # A symlinked or non-directory agents/ is refused here, as a sync refuses it: so
+        # nothing is ever written through a symlink or over a file.
         registry = load_registry(ws.root)
+        exists = registry.present
         _check_combined(registry, chosen, ws.root)
         planned = tuple(
             AddedFile(e.name, f"{directory}/{e.name}.toml",

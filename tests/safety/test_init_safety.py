@@ -170,6 +170,7 @@ def test_a_directory_swapped_for_a_symlink_is_never_written_through(
         os.rmdir(root / "agents")
         os.symlink(str(outside), root / "agents")
 
+    Path(home, ".codex").mkdir()  # Codex detected: init writes agents/ and agents/codex.toml
     _on_write(monkeypatch, 6, swap)  # root, projects, memory, skills, agents, agents/codex
     with pytest.raises(ExecutionError) as info:
         init_workspace(str(root), environ={"HOME": home})
@@ -189,8 +190,9 @@ def test_an_entry_appearing_is_never_overwritten(
     def appear() -> None:
         (root / "layout.toml").write_text("theirs\n")
 
-    # projects, memory, skills, agents, 8 registry files, subagents, then layout.toml
-    _on_write(monkeypatch, 14, appear)
+    # projects, memory, skills, agents, the one registry file, subagents, then layout.toml
+    Path(home, ".codex").mkdir()
+    _on_write(monkeypatch, 7, appear)
     with pytest.raises(StalePlanError) as info:
         init_workspace(str(root), environ={"HOME": home})
     assert (root / "layout.toml").read_text() == "theirs\n"

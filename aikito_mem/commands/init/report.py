@@ -148,9 +148,8 @@ def text_lines(report: InitReport, *, home: str | None = None) -> list[str]:
         lines.append(f"  checkout     {report.registered_as}")
     lines += [f"warning: {f.message}" for f in report.findings if f.severity == "warning"]
     if report.agents == ():
-        lines += ["note: no coding agent was detected on this machine, so there is no",
-                  "  agents/ registry and AGENTS.md is each checkout's one instruction target;",
-                  "  `aikito agents` lists the agents aikito knows, and",
-                  "  `aikito agents add NAME` registers one"]
+        lines += ["note: no coding agent detected here, so no agents/ registry: AGENTS.md is the",
+                  "note: one instruction target; `aikito agents` lists the agents aikito knows,",
+                  "note: `aikito agents add NAME` registers one"]
     lines.append(after)
     return lines
