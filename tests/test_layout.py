@@ -159,7 +159,7 @@ def test_harness_workspace_builder(ws: WS) -> None:
 PACKAGE = REPO / "aikito_mem"
 #: The runtime tree and the workspace's canonical sources, as a path is spelt in code: a
 #: string (not a docstring) holding one of them, or an f-string piece that joins one on.
-_RUNTIME = re.compile(r"\.agents(?:/|$)|(?:^|/)\.agents\b")
+_RUNTIME = re.compile(r"(?<!\w)\.agents(?:/|$)|(?:^|/)\.agents\b")
 _JOINED = re.compile(r"^/(?:\.agents|memory|skills|projects|agents|AGENTS\.md)(?:/|$|\b)")
 
 
@@ -207,7 +207,8 @@ def test_the_path_detector_sees_a_spelling(tmp_path: Path) -> None:
         'A = ".agents/skills"\n'
         'B = f"{ws}/projects/{p}/memory"\n'
         'C = f"{co}/.agents"\n'
-        'D = "help prose naming .agents/memory/ is fine"\n', encoding="utf-8")
+        'D = "help prose naming .agents/memory/ is fine"\n'
+        'E = "aikito.agents/1"\n', encoding="utf-8")  # a schema name, not a path
     hits = [h.split(": ", 1)[1] for h in _spelt_paths(sample, tmp_path)]
     assert hits == ["'.agents/skills'", "'/projects/'", "'/memory'", "'/.agents'"]
 

@@ -27,6 +27,7 @@ from attrs import frozen
 from aikito_mem.config.catalogue import CatalogueEntry
 from aikito_mem.config.registry import AgentEntry, Detect, Registry
 from aikito_mem.errors import AikitoError, ConfigError
+from aikito_mem.layout import AGENTS_ROOT, agents_root
 from aikito_mem.model import Finding
 
 __all__ = [
@@ -39,7 +40,6 @@ __all__ = [
     "list_agents",
 ]
 
-REGISTRY_DIR = "agents"
 
 
 @frozen
@@ -203,7 +203,7 @@ def _check_combined(registry: Registry, new: Sequence[CatalogueEntry], root: str
     present = {a.name for a in entries}
     for entry in new:
         if entry.name not in present:
-            file = f"{root}/{REGISTRY_DIR}/{entry.name}.toml"
+            file = f"{agents_root(root)}/{entry.name}.toml"
             entries.append(parse_agent_file(entry.name, registry_text(entry).encode(), file))
     build_registry(entries)
 
@@ -227,7 +227,7 @@ def add_agents(workspace: str | None, names: Sequence[str], *, dry_run: bool = F
         catalogue = load_catalogue()
         chosen = _selected(names, catalogue)
         ws = resolve_workspace(workspace, environ=env)
-        directory = f"{ws.root}/{REGISTRY_DIR}"
+        directory = agents_root(ws.root)
         # A symlinked or non-directory agents/ is refused here, as a sync refuses it: so
         # nothing is ever written through a symlink or over a file.
         registry = load_registry(ws.root)
@@ -277,9 +277,9 @@ def _write(report: AgentsAddReport, entries: Mapping[str, CatalogueEntry]) -> Ag
         fds.append(root_fd)
         if report.directory_status is AddStatus.PLANNED:
             signals.check()
-            os.mkdir(REGISTRY_DIR, 0o777, dir_fd=root_fd)
+            os.mkdir(AGENTS_ROOT, 0o777, dir_fd=root_fd)
             created.add(report.directory)
-        dir_fd = fsutil.open_subdir(root_fd, REGISTRY_DIR)
+        dir_fd = fsutil.open_subdir(root_fd, AGENTS_ROOT)
         fds.append(dir_fd)
         for added in report.files:
             if added.status is not AddStatus.PLANNED:

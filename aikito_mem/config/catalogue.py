@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from attrs import frozen
 
@@ -23,10 +23,12 @@ from aikito_mem.errors import ConfigError
 __all__ = [
     "CATALOGUE_FILE",
     "CatalogueEntry",
+    "detected_entries",
     "load_catalogue",
     "parse_catalogue",
     "registry_text",
     "suggestions",
+    "toml_list",
 ]
 
 #: The package resource holding the catalogue.
@@ -119,7 +121,8 @@ def load_catalogue() -> tuple[CatalogueEntry, ...]:
     return parse_catalogue(data)
 
 
-def _toml_list(values: Iterable[str]) -> str:
+def toml_list(values: Iterable[str]) -> str:
+    """A one-line TOML array of basic strings."""
     from aikito_mem.config.edit import toml_basic_string
 
     return "[" + ", ".join(toml_basic_string(v) for v in values) + "]"
@@ -139,7 +142,7 @@ def _table_text(name: str, table: dict[str, object]) -> str:
         for key in ("commands", "paths"):
             value = detect.get(key, [])
             if isinstance(value, list):
-                lines.append(f"{key} = {_toml_list(str(v) for v in value)}")
+                lines.append(f"{key} = {toml_list(str(v) for v in value)}")
     return "\n".join(lines) + "\n"
 
 
@@ -163,6 +166,15 @@ def registry_text(entry: CatalogueEntry) -> str:
         *entry.source,
     ]
     return "\n".join(header) + "\n" + _table_text(entry.name, table)
+
+
+def detected_entries(environ: Mapping[str, str], home: str | None
+                     ) -> tuple[CatalogueEntry, ...]:
+    """The catalogue agents detected with this environment ([G4]'s rule: a command on
+    ``PATH``, a path under the home directory)."""
+    from aikito_mem.config.registry import detected
+
+    return tuple(e for e in load_catalogue() if detected(e.detect, environ, home))
 
 
 def suggestions(name: str, names: Sequence[str]) -> tuple[str, ...]:

@@ -7,6 +7,7 @@ from typing import Any
 
 from aikito_mem.commands.agents import AddStatus, AgentRow, AgentsAddReport, AgentsReport
 from aikito_mem.errors import AikitoError
+from aikito_mem.layout import agents_root
 from aikito_mem.model import Finding
 from aikito_mem.render.text import Display, Output, error_json, error_lines, plural, printable
 
@@ -61,7 +62,7 @@ def list_lines(report: AgentsReport, display: Display) -> list[str]:
     lines = [display.line(f"aikito knows {plural(known, 'coding agent')}; "
                           "DETECTED: on this machine (PATH, home directory)", bold=True)]
     if report.workspace is not None:
-        where = f"{report.workspace}/agents"
+        where = agents_root(report.workspace)
         lines += [display.line(part) for part in _wrapped(
             f"REGISTERED: in {where}" if report.registry_present else
             f"REGISTERED: the workspace has no {where}/ — AGENTS.md is the one "

@@ -3,12 +3,10 @@
 Two engine functions, each planning from observations first and then writing exactly the
 plan (a dry run stops after planning and writes nothing):
 
-- :func:`init_workspace` creates ``projects/``, ``memory/``, ``skills/``, ``agents/`` with
-  one registry file per agent of the catalogue (:mod:`aikito_mem.config.catalogue`)
-  detected on this machine — no ``agents/`` at all when none is detected, so that
-  ``AGENTS.md`` is the one instruction target ([N2], [G3]) — the empty ``subagents/`` and
-  ``layout.toml`` (``version = 2``) — what the reference tool (``aikito`` 1.61.1) requires
-  of a workspace, with ``agents/`` — and the pointer file of [W1] when none exists.
+- :func:`init_workspace` creates ``projects/``, ``memory/``, ``skills/``, ``agents/`` (a
+  file per catalogue agent detected here; none detected: no ``agents/``, [N2]), the empty
+  ``subagents/`` and ``layout.toml`` (``version = 2``), which the reference tool (1.61.1)
+  requires, and the pointer file of [W1] when none exists.
 - :func:`init_project` creates ``projects/NAME/agent.toml`` from a small commented
   template, registering a checkout when one is given.
 
@@ -302,27 +300,16 @@ def _check_looks_like_workspace(root: str) -> None:
 
 
 def _agent_steps(anchor: str, parts: tuple[str, ...], env: Mapping[str, str],
-                 home: str | None, detected_names: list[str]) -> list[_Step]:
-    """``agents/`` with one registry file per catalogue agent detected here ([N2]); none
+                 home: str | None, names: list[str]) -> list[_Step]:
+    """``agents/`` with a registry file per catalogue agent detected here ([N2]); none
     detected: no ``agents/`` (``AGENTS.md`` stays the one target, [G3])."""
-    from aikito_mem.config.catalogue import load_catalogue, registry_text
-    from aikito_mem.config.registry import detected
+    from aikito_mem.config.catalogue import detected_entries, registry_text
 
-    found = [e for e in load_catalogue() if detected(e.detect, env, home)]
-    detected_names += [e.name for e in found]
-    if not found:
-        return []
-    steps = [_Step(anchor, parts, EntryKind.DIRECTORY, "agents")]
-    steps += [_Step(anchor, (*parts, f"{e.name}.toml"), EntryKind.FILE, "agent",
-                    data=registry_text(e).encode("utf-8")) for e in found]
-    return steps
-
-
-def toml_list(values: tuple[str, ...] | list[str]) -> str:
-    """A one-line TOML array of basic strings."""
-    from aikito_mem.config.edit import toml_basic_string
-
-    return "[" + ", ".join(toml_basic_string(v) for v in values) + "]"
+    found = detected_entries(env, home)
+    names += [e.name for e in found]
+    return [_Step(anchor, parts, EntryKind.DIRECTORY, "agents")] + [
+        _Step(anchor, (*parts, f"{e.name}.toml"), EntryKind.FILE, "agent",
+              data=registry_text(e).encode("utf-8")) for e in found] if found else []
 
 
 def init_workspace(
@@ -358,9 +345,8 @@ def init_workspace(
         agents: list[str] | None = None  # the catalogue agents registered: agents/ is new
         for name in WORKSPACE_DIRS:
             exists = not missing and _observe(f"{root}/{name}", EntryKind.DIRECTORY, findings)
-            if name == "agents" and not exists:
-                agents = []
-                steps += _agent_steps(ws_anchor, (*base, name), env, home, agents)
+            if name == "agents" and not exists:  # only the agents detected here ([N2])
+                steps += _agent_steps(ws_anchor, (*base, name), env, home, agents := [])
                 continue
             steps.append(_Step(ws_anchor, (*base, name), EntryKind.DIRECTORY, name,
                                exists=exists))
@@ -415,6 +401,8 @@ def _checked_checkout(text: bytes, name: str, project_dir: str, home: str | None
 
 def project_config_text(name: str, paths: tuple[str, ...]) -> str:
     """The commented ``agent.toml`` template of a new project ([C2], [C5])."""
+    from aikito_mem.config.catalogue import toml_list
+
     return (
         f"# Project {name!s} of this aikito workspace (created by `aikito init project`).\n"
         "#\n"
