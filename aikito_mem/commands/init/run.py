@@ -301,8 +301,7 @@ def _check_looks_like_workspace(root: str) -> None:
 
 def _agent_steps(anchor: str, parts: tuple[str, ...], env: Mapping[str, str],
                  home: str | None, names: list[str]) -> list[_Step]:
-    """``agents/`` with a registry file per catalogue agent detected here ([N2]); none
-    detected: no ``agents/`` (``AGENTS.md`` stays the one target, [G3])."""
+    """``agents/`` and a file per catalogue agent detected here, or nothing ([N2], [G3])."""
     from aikito_mem.config.catalogue import detected_entries, registry_text
 
     found = detected_entries(env, home)
