@@ -245,7 +245,8 @@ class Project:
                 "the project the plan was made for",
                 code="plan.foreign",
             )
-        return execute(plan, lock_timeout=lock_timeout, always_verify=True)
+        return execute(plan, lock_timeout=lock_timeout, always_verify=True,
+                       environ=self._environ)
 
     def sync(
         self,
@@ -264,7 +265,7 @@ class Project:
         with signals.installed(), Locks() as locks:
             plan = self.plan_locked(path, register=register, locks=locks,
                                     lock_timeout=lock_timeout)
-            return execute(plan, locks=locks)
+            return execute(plan, locks=locks, environ=self._environ)
 
     def plan_locked(
         self, path: str | None, *, register: bool, locks: Locks, lock_timeout: float
@@ -343,7 +344,7 @@ class Project:
             plan = self._plan((slot,), Observer(), explicit=slot.path, register=None,
                               agent=agent)
             try:
-                result = execute(plan, locks=locks)
+                result = execute(plan, locks=locks, environ=self._environ)
             except ConflictError as exc:
                 # [A3]/[E8]: the segments without conflicts were applied (unless every
                 # segment was blocked); the conflicts are reported segment by segment.

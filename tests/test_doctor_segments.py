@@ -59,3 +59,33 @@ def test_one_checkout_registered_by_two_projects(tmp_path):
     (shared,) = ids(doctor(ws), "checkout.shared")
     assert shared["status"] == "warning" and shared["path"] == str(co)
     assert "demo, other" in shared["message"]
+
+
+def run(ws: Path, *args: str) -> tuple[int, dict]:
+    res = CliRunner().invoke(cli, ["--workspace", str(ws), *args, "--json"],
+                             catch_exceptions=False)
+    return res.exit_code, json.loads(res.stdout)
+
+
+def test_the_registry_is_loaded_as_a_sync_loads_it(tmp_path):
+    """[H5]: whatever makes every sync exit 4 on the registry is a doctor error (exit 1),
+    naming the file; a registry that loads is an ``ok`` listing its targets."""
+    ws, _ = world(tmp_path)
+    assert ids(doctor(ws), "registry.agents") == []  # no agents/: nothing to load
+    agents = ws / "agents"
+    agents.mkdir()
+    (agents / "claude-code.toml").write_text(
+        '[agents.claude-code]\nproject_instruction_path = ".claude/CLAUDE.md"\n')
+    (ok,) = ids(doctor(ws), "registry.agents")
+    assert ok["status"] == "ok" and ".claude/CLAUDE.md" in ok["message"]
+    broken = agents / "codex.toml"
+    for text in ('[agents.codex\n', '[agents.codex]\nproject_instruction_path = 7\n',
+                 '[agents.codex]\nproject_instruction_path = "lib/.git/hooks/x"\n'):
+        broken.write_text(text)
+        sync_code, sync_doc = run(ws, "sync", "project", "demo", "--dry-run")
+        assert sync_code == 4 and sync_doc["error"]["code"].startswith("config.")
+        code, doc = run(ws, "doctor")
+        (error,) = ids(doc, "registry.agents")
+        assert code == 1 and doc["exit_code"] == 1
+        assert error["status"] == "error" and error["path"] == str(broken)
+        assert sync_doc["error"]["message"] in error["message"]

@@ -24,6 +24,7 @@ import pytest
 from hypothesis import given, settings
 
 from aikito_mem.api import Project
+from aikito_mem.config import projects
 from aikito_mem.errors import ConflictError, ExecutionError, StalePlanError, UnsafePlanError
 from aikito_mem.executor import guard
 from aikito_mem.executor.execute import Locks, verify
@@ -573,3 +574,19 @@ def test_registration_under_home_is_written_as_tilde_and_passes(w: World) -> Non
     with pytest.raises(UnsafePlanError):
         guard.check(plan.evolve(register="~/code/other"))
     assert w.project().execute(plan).registered
+
+
+def test_the_guard_expands_home_from_the_runs_environment(ws: WS) -> None:
+    """[H5]: a project loaded with ``environ=`` is checked against the checkouts its own
+    ``HOME`` expands ``~/…`` to — also when the guard parses ``agent.toml`` afresh."""
+    home = f"{ws.base}/their-home"
+    os.makedirs(f"{home}/code/demo")
+    ws.add_file("a.md", "a\n")
+    ws.write_config("demo", memory=["a.md"], paths=["~/code/demo"])
+    project = Project.load("demo", workspace=ws.root,
+                           environ={"HOME": home, "PATH": os.environ.get("PATH", "")})
+    plan = project.plan()
+    projects._PARSED.clear()  # no parse to re-use: the guard reads agent.toml itself
+    result = project.execute(plan)
+    assert result.outcome == "applied"
+    assert os.readlink(f"{home}/code/demo/.agents/memory/a.md") == ws.memory_path("a.md")

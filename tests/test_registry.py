@@ -175,6 +175,27 @@ def test_non_regular_registry_files_are_refused(tmp_path, kind):
     assert str(target) in info.value.message
 
 
+@pytest.mark.parametrize("where", ["inside the workspace", "outside it"])
+def test_a_registry_file_symlinked_to_a_valid_file_is_refused(tmp_path, where):
+    """The symlink itself is refused — never followed — however valid the file it names
+    (the same bytes as a regular file load): the refusal names the link."""
+    plain = tmp_path / "plain"
+    (plain / "agents").mkdir(parents=True)
+    (plain / "agents" / "claude-code.toml").write_bytes(REFERENCE_CLAUDE)
+    assert [a.name for a in load_registry(str(plain)).agents] == ["claude-code"]
+
+    ws = tmp_path / "ws"
+    (ws / "agents").mkdir(parents=True)
+    real = (ws if where == "inside the workspace" else tmp_path) / "claude-code.toml"
+    real.write_bytes(REFERENCE_CLAUDE)
+    link = ws / "agents" / "claude-code.toml"
+    os.symlink(real, link)
+    with pytest.raises(ConfigError) as info:
+        load_registry(str(ws))
+    assert str(link) in info.value.message and "is a symlink" in info.value.message
+    assert info.value.path == str(link)
+
+
 def test_agents_as_a_file_is_refused(tmp_path):
     (tmp_path / "agents").write_text("")
     with pytest.raises(ConfigError):

@@ -124,7 +124,8 @@ def apply_plan(
         # Nothing is written before execution: a signal stops the run at once ([E5]).
         with signals.interruptible():
             fresh = _fresh_and_equal(saved, workspace, environ, lock_timeout, planfile, locks)
-        return execute(fresh, locks=locks)  # a blocked plan is refused here (exit 1)
+        # A blocked plan is refused here (exit 1).
+        return execute(fresh, locks=locks, environ=environ)
 
 
 def _fresh_and_equal(saved: Plan, workspace: str | None, environ: Mapping[str, str] | None,
@@ -150,7 +151,7 @@ def _fresh_and_equal(saved: Plan, workspace: str | None, environ: Mapping[str, s
     differences = compare(saved, fresh)
     if not differences and fresh.blocked:
         return fresh
-    diffs = list(dict.fromkeys([*_verify(saved, fresh, locks), *differences]))
+    diffs = list(dict.fromkeys([*_verify(saved, fresh, locks, environ), *differences]))
     if diffs:
         raise StalePlanError(_stale_message(diffs, saved, planfile),
                              differences=tuple(diffs), result=refused(saved, "stale"))
@@ -166,7 +167,8 @@ def _stale_message(diffs: list[str], saved: Plan, planfile: str | None) -> str:
 # -- verification of the saved plan, on engine-derived paths only ([E2]) -----------------
 
 
-def _verify(saved: Plan, fresh: Plan, locks: Any) -> list[str]:
+def _verify(saved: Plan, fresh: Plan, locks: Any, environ: Mapping[str, str] | None
+            ) -> list[str]:
     """[E2] for the saved plan's recorded observations, restricted to the paths the fresh
     plan derives too — its checkouts, their directories and targets, and source paths
     inside the workspace (the comparison names everything else)."""
@@ -195,7 +197,7 @@ def _verify(saved: Plan, fresh: Plan, locks: Any) -> list[str]:
         operations=tuple(op for op in saved.operations
                          if (op.checkout, op.target) in targets),
     )
-    return verify(restricted, locks)
+    return verify(restricted, locks, environ=environ)
 
 
 # -- comparison ([E9]) -------------------------------------------------------------------

@@ -16,7 +16,7 @@ from __future__ import annotations
 import errno
 import os
 import signal
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from aikito_mem import signals
 from aikito_mem.errors import (
@@ -277,8 +277,13 @@ def execute(
     locks: Locks | None = None,
     lock_timeout: float = DEFAULT_TIMEOUT,
     always_verify: bool = False,
+    environ: Mapping[str, str] | None = None,
 ) -> SyncResult:
     """Execute ``plan`` exactly; raise on conflict, drift, failure or signal.
+
+    ``environ`` is the environment the plan was made with (``None``: the process's):
+    verification and the writer's check read ``PATH`` and the home directory from it,
+    as planning did ([H5]).
 
     The SIGINT/SIGTERM handlers of :mod:`aikito_mem.signals` are installed for the
     duration (nested inside the command line's, if it installed them): waiting for the
@@ -295,7 +300,7 @@ def execute(
     held = locks if locks is not None else Locks()
     with signals.installed():
         try:
-            _checked(plan, held, own_locks, lock_timeout, always_verify)
+            _checked(plan, held, own_locks, lock_timeout, always_verify, environ)
             with signals.deferred():
                 return _apply(plan, held)
         finally:
@@ -304,7 +309,7 @@ def execute(
 
 
 def _checked(plan: Plan, held: Locks, own_locks: bool, lock_timeout: float,
-             always_verify: bool) -> None:
+             always_verify: bool, environ: Mapping[str, str] | None) -> None:
     """Take the locks ([E3]) and re-check every recorded observation ([E2]).  Nothing is
     in flight here: a signal ends it at once, with nothing written."""
     try:
@@ -312,7 +317,8 @@ def _checked(plan: Plan, held: Locks, own_locks: bool, lock_timeout: float,
             if own_locks:
                 held.acquire([co.path for co in plan.checkouts
                               if co.state is CheckoutState.ACTIVE], lock_timeout)
-            diffs = verify(plan, held) if plan.has_changes or always_verify else []
+            diffs = (verify(plan, held, environ=environ)
+                     if plan.has_changes or always_verify else [])
     except InterruptedError_ as exc:
         if exc.result is None:
             exc.result = refused(plan, "interrupted")
@@ -326,7 +332,7 @@ def _checked(plan: Plan, held: Locks, own_locks: bool, lock_timeout: float,
     if plan.has_changes:  # a plan without writes passes the guard at once ([§12])
         from aikito_mem.executor.guard import check  # [E9]: no write the engine would not derive
 
-        check(plan)
+        check(plan, environ=environ)
 
 
 def _stop_if_signalled(result: Callable[[], SyncResult], done: str) -> None:

@@ -34,7 +34,7 @@ the legacy ``.agents/AGENTS.md`` may only be unlinked).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 import attrs
 
@@ -181,17 +181,18 @@ SEGMENTS: dict[SegmentName, SegmentRule] = {
 }
 
 
-def _live_config(plan: Plan) -> tuple[ProjectConfig, str | None]:
+def _live_config(plan: Plan, environ: Mapping[str, str] | None
+                 ) -> tuple[ProjectConfig, str | None]:
     from aikito_mem.config.agent_toml import parse_project_config
     from aikito_mem.config.discovery import home_directory
     from aikito_mem.config.projects import read_config_bytes
     from aikito_mem.fsutil import sha256_hex
 
     data, project_dir, config_path = read_config_bytes(plan.workspace, plan.project)
-    known = recall(config_path, sha256_hex(data))
+    home = home_directory(environ)
+    known = recall(config_path, sha256_hex(data), home)
     if known is not None:
         return known
-    home = home_directory()
     return parse_project_config(data, name=plan.project, project_dir=project_dir,
                                 config_path=config_path, home=home or ""), home
 
@@ -212,9 +213,9 @@ def _allowed_checkouts(plan: Plan, config: ProjectConfig, home: str | None
     return active, f"the active checkouts {config.config_path} lists"
 
 
-def _refusals(plan: Plan) -> Iterator[str]:
+def _refusals(plan: Plan, environ: Mapping[str, str] | None) -> Iterator[str]:
     try:
-        config, home = _live_config(plan)
+        config, home = _live_config(plan, environ)
     except ConfigError as exc:
         yield f"the project's agent.toml cannot be loaded to check the plan: {exc.message}"
         return
@@ -318,12 +319,12 @@ def _refuse(op: Operation, ctx: _Context, active: set[str],
     return None
 
 
-def check(plan: Plan) -> None:
+def check(plan: Plan, *, environ: Mapping[str, str] | None = None) -> None:
     """Refuse ``plan`` before its first write unless every write is one the engine
     derives (see the module documentation).  A plan without writes passes at once."""
     if not plan.has_changes:
         return
-    refusals = tuple(dict.fromkeys(_refusals(plan)))
+    refusals = tuple(dict.fromkeys(_refusals(plan, environ)))
     if refusals:
         from shlex import quote
 

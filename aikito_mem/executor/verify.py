@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from aikito_mem import layout
 from aikito_mem.executor.lock import Locks
@@ -74,8 +74,12 @@ def _short(plan: Plan, path: str) -> str:
     return path[len(prefix):] if path.startswith(prefix) else path
 
 
-def verify(plan: Plan, locks: Locks) -> list[str]:
-    """Every difference between the recorded observations and the live world."""
+def verify(plan: Plan, locks: Locks, *, environ: Mapping[str, str] | None = None
+           ) -> list[str]:
+    """Every difference between the recorded observations and the live world.
+
+    ``environ`` is the environment the plan was made with ([H5]: the agent detection it
+    recorded is re-checked with the same ``PATH``; ``None``: the process's)."""
     from aikito_mem.config.agent_toml import parse_project_config
     from aikito_mem.config.projects import read_config_bytes
     from aikito_mem.errors import ConfigError
@@ -108,11 +112,10 @@ def verify(plan: Plan, locks: Locks) -> list[str]:
                 if tuple(sorted(config.skills)) != plan.skills:
                     diffs.append(f"agent.toml skills list changed ({plan.config_path})")
     # Skills and instructions ([G7]): the instructions source and the agent registry.
-    import os
-
     from aikito_mem.world.segments import differences
 
-    diffs.extend(differences(plan, os.environ, plan.home or None))
+    diffs.extend(differences(plan, os.environ if environ is None else environ,
+                             plan.home or None))
     pm = layout.project_memory(plan.workspace, plan.project)
     if observe.lstat(pm).exists != plan.project_memory_exists:
         diffs.append(

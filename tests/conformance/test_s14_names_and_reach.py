@@ -213,3 +213,48 @@ def test_H4_skills_reached_through_a_symlink_leaving_the_workspace_conflict(w: W
     assert op["action"] == "CONFLICT"
     assert op["status"] == "not_applied"
     assert not os.path.lexists(w.co / ".agents" / "skills" / "review")
+
+
+# -- [H5] one environment per run ----------------------------------------------------------
+
+
+def _detected_only_in(w: W) -> dict[str, str]:
+    """An agent detected only by a command on a ``PATH`` the process does not have, and a
+    home of its own: the environment handed to ``Project.load``."""
+    bin_dir = w.tmp / "their-bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "their-agent"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    agents = w.ws / "agents"
+    agents.mkdir()
+    (agents / "their-agent.toml").write_text(
+        '[agents.their-agent]\nproject_instruction_path = ".their/AGENTS.md"\n'
+        '[agents.their-agent.detect]\ncommands = ["their-agent"]\n')
+    (w.ws / "projects" / "demo" / "AGENTS.md").write_text("# demo\n")
+    home = w.tmp / "their-home"
+    home.mkdir()
+    w.agent(memory=["a.md"], paths=["~/code/demo"])
+    w.mem("a.md")
+    (home / "code" / "demo").mkdir(parents=True)
+    return {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(home)}
+
+
+@pytest.mark.parametrize("how", ["sync", "prepare", "plan+execute"])
+def test_H5_plan_and_verification_read_the_same_environment(api_env: W, how: str) -> None:
+    from aikito_mem import Project
+
+    w = api_env
+    env = _detected_only_in(w)
+    assert "their-bin" not in os.environ.get("PATH", "")
+    project = Project.load("demo", workspace=str(w.ws), environ=env)
+    if how == "sync":
+        result = project.sync()
+    elif how == "prepare":
+        result = project.prepare("their-agent").result
+    else:
+        result = project.execute(project.plan())
+    co = Path(env["HOME"]) / "code" / "demo"
+    assert result.outcome == "applied"
+    assert os.readlink(co / ".their" / "AGENTS.md") == f"{w.ws}/projects/demo/AGENTS.md"
+    assert os.readlink(co / ".agents" / "memory" / "a.md") == w.src("a.md")

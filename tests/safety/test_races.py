@@ -12,6 +12,7 @@ the write in flight.  The same holds when the directory is moved *out of* the ch
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -171,3 +172,42 @@ def test_readlink_unlink_window_worst_case_is_documented(
     assert _tree(f"{co}/.agents/memory") == ["a.md", "keep.txt"]
     assert Path(f"{co}/.agents/memory/keep.txt").read_text() == "user\n"
     assert _tree(outside) == []
+
+
+def test_a_directory_replaced_before_its_prune_is_kept(
+        ws: WS, monkeypatch: pytest.MonkeyPatch) -> None:
+    """[P2]/[E4]: the prune of ``team/`` re-checks that it is the very directory the plan
+    saw (its inode).  ``team/a.md`` and ``z.md`` synced, the memory list emptied; between
+    the unlink of ``z.md`` and the prune of ``team/`` the user puts a new empty directory
+    of their own in its place: the run stops as stale (exit 3) and their directory stays."""
+    from click.testing import CliRunner
+
+    from aikito_mem.cli import cli
+
+    ws.add_file("team/a.md", "a\n")
+    ws.add_file("z.md", "z\n")
+    co = ws.checkout("main")
+    ws.write_config("demo", memory=["team/a.md", "z.md"], paths=[co])
+    ws.project("demo").sync()
+    ws.write_config("demo", memory=[], paths=[co])
+    team = ws.runtime(co, "team")
+    kept = f"{ws.base}/the-old-team"
+    real_unlink = execute_mod._Writer.unlink
+
+    def unlink_then_swap(self: execute_mod._Writer, op: Operation) -> None:
+        real_unlink(self, op)
+        if op.target.endswith("/z.md"):  # the last unlink: next comes the prune of team/
+            os.rename(team, kept)  # the old directory lives on: a new inode for theirs
+            os.mkdir(team)
+            Path(kept, ".theirs").touch()
+
+    monkeypatch.setattr(execute_mod._Writer, "unlink", unlink_then_swap)
+    res = CliRunner().invoke(cli, ["--workspace", ws.root, "sync", "project", "demo",
+                                   "--json"], catch_exceptions=False)
+    assert res.exit_code == 3, res.stdout
+    doc = json.loads(res.stdout)
+    assert doc["outcome"] == "stale"
+    (prune,) = [o for o in doc["operations"] if o["entry"] == "directory"]
+    assert prune["target"] == team and prune["status"] == "not_applied"
+    assert os.path.isdir(team) and not os.path.islink(team)  # their directory is kept
+    assert os.listdir(ws.runtime(co)) == ["team"]

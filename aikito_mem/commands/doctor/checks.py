@@ -463,8 +463,15 @@ def run(workspace: str | None, *, strict: bool = False, fix: bool = False,
         git_checks.extend(git)
     for index, project in sorted(indexes.items()):
         checks.extend(check_index(index, project))
-    from aikito_mem.commands.doctor.segments import conflict_marker_checks, shared_checkout_checks
+    from aikito_mem.commands.doctor.segments import (
+        conflict_marker_checks,
+        registry_check,
+        shared_checkout_checks,
+    )
 
+    registry = registry_check(ws.root)
+    if registry is not None:
+        checks.append(registry)
     checks.extend(conflict_marker_checks(configs, ws.root))
     checks.extend(shared_checkout_checks(configs, observer))
     fixes: tuple[Fix, ...] = ()

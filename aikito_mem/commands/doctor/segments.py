@@ -1,5 +1,11 @@
-"""Doctor's checks across segments ([G5]): git conflict markers in what agents read, and
-one checkout registered by two projects.
+"""Doctor's checks across segments ([G5]): the agent registry, git conflict markers in
+what agents read, and one checkout registered by two projects.
+
+- ``registry.agents`` ([H5]): the agent registry ``<ws>/agents`` loaded exactly as a sync
+  loads it; what would make every sync of the workspace fail (a registry file that is
+  not valid TOML, a symlink, a target with a ``.git`` component …) is an error naming
+  the file, else an ``ok`` listing the instruction targets (no check without ``agents/``:
+  then ``AGENTS.md`` is the one target).
 
 - ``git.conflict_markers`` (error): a complete ``<<<<<<<`` … ``=======`` … ``>>>>>>>``
   group at column 0 in a project's ``agent.toml``, its ``AGENTS.md``, its selected skills'
@@ -17,6 +23,29 @@ from typing import Any
 from aikito_mem.commands.doctor.report import Check
 from aikito_mem.layout import instructions_source, memory_source, skill_source
 from aikito_mem.model import CheckoutState, Severity
+
+
+def registry_check(ws_root: str) -> Check | None:
+    from aikito_mem.config.registry import load_registry
+    from aikito_mem.errors import ConfigError
+    from aikito_mem.layout import agents_root
+
+    directory = agents_root(ws_root)
+    try:
+        registry = load_registry(ws_root)
+    except ConfigError as exc:
+        return Check("registry.agents", Severity.ERROR,
+                     f"the agent registry cannot be loaded, so every sync of this workspace "
+                     f"fails (exit 4): {exc.message}",
+                     remedy="fix the registry file as the message says, then run "
+                     "`aikito doctor` again", path=exc.path or directory)
+    if not registry.present:
+        return None  # nothing to load: AGENTS.md is the one instruction target ([G3])
+    targets = ", ".join(t.path for t in registry.targets) or "none"
+    n = len(registry.agents)
+    return Check("registry.agents", Severity.OK,
+                 f"the agent registry {directory} loads: {n} agent{'s' * (n != 1)}, "
+                 f"instruction targets {targets}", path=directory)
 
 
 def conflict_marker_checks(configs: Iterable[Any], ws_root: str) -> list[Check]:
