@@ -79,3 +79,18 @@ def test_the_planner_unlinks_an_owned_link_exactly_when_the_rule_accepts_it(
         assert unlinks == [target]
     else:
         assert target not in unlinks
+
+
+@given(raw=st.one_of(_BYTES.map(os.fsdecode), st.text(min_size=0, max_size=8)))
+def test_the_skills_planner_unlinks_an_owned_link_exactly_when_the_rule_accepts_it(
+        raw: str) -> None:
+    from aikito_mem.model import Kind, Observed, SkillsView
+
+    root = Observed(Kind.DIR, dev=1, ino=2)
+    base = "/co/a/.agents/skills"
+    ops, _, _ = skills_planner.plan_checkout(
+        "/co/a", root, SkillsView(root, ((raw, link(f"{WS}/skills/{raw}")),)), (), WS,
+        f"{WS}/projects/demo/agent.toml")
+    unlinks = [op.target for op in ops if op.action is Action.UNLINK]
+    assert unlinks == ([f"{base}/{raw}"] if names.entry_problem(raw, single=True) is None
+                       else [])
