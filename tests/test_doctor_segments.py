@@ -71,12 +71,12 @@ def test_the_registry_is_loaded_as_a_sync_loads_it(tmp_path):
     """[H5]: whatever makes every sync exit 4 on the registry is a doctor error (exit 1),
     naming the file; a registry that loads is an ``ok`` listing its targets."""
     ws, _ = world(tmp_path)
-    assert ids(doctor(ws), "registry.agents") == []  # no agents/: nothing to load
+    assert ids(doctor(ws), "agents.registry") == []  # no agents/: nothing to load
     agents = ws / "agents"
     agents.mkdir()
     (agents / "claude-code.toml").write_text(
         '[agents.claude-code]\nproject_instruction_path = ".claude/CLAUDE.md"\n')
-    (ok,) = ids(doctor(ws), "registry.agents")
+    (ok,) = ids(doctor(ws), "agents.registry")
     assert ok["status"] == "ok" and ".claude/CLAUDE.md" in ok["message"]
     broken = agents / "codex.toml"
     for text in ('[agents.codex\n', '[agents.codex]\nproject_instruction_path = 7\n',
@@ -85,7 +85,7 @@ def test_the_registry_is_loaded_as_a_sync_loads_it(tmp_path):
         sync_code, sync_doc = run(ws, "sync", "project", "demo", "--dry-run")
         assert sync_code == 4 and sync_doc["error"]["code"].startswith("config.")
         code, doc = run(ws, "doctor")
-        (error,) = ids(doc, "registry.agents")
+        (error,) = ids(doc, "agents.registry")
         assert code == 1 and doc["exit_code"] == 1
         assert error["status"] == "error" and error["path"] == str(broken)
         assert sync_doc["error"]["message"] in error["message"]

@@ -327,7 +327,7 @@ def test_without_the_guard_the_tampered_write_happens(
 ) -> None:
     """The control experiment: the guard is what refuses these plans."""
     plan = _tampered(w, name)
-    monkeypatch.setattr(guard, "check", lambda plan: None)
+    monkeypatch.setattr(guard, "check", lambda plan, **_: None)
     before = snapshot(*w.roots())
     with contextlib.suppress(StalePlanError, ExecutionError, ConflictError):
         w.project().execute(plan)

@@ -1,7 +1,7 @@
 """Doctor's checks across segments ([G5]): the agent registry, git conflict markers in
 what agents read, and one checkout registered by two projects.
 
-- ``registry.agents`` ([H5]): the agent registry ``<ws>/agents`` loaded exactly as a sync
+- ``agents.registry`` ([H5]): the agent registry ``<ws>/agents`` loaded exactly as a sync
   loads it; what would make every sync of the workspace fail (a registry file that is
   not valid TOML, a symlink, a target with a ``.git`` component …) is an error naming
   the file, else an ``ok`` listing the instruction targets (no check without ``agents/``:
@@ -34,7 +34,7 @@ def registry_check(ws_root: str) -> Check | None:
     try:
         registry = load_registry(ws_root)
     except ConfigError as exc:
-        return Check("registry.agents", Severity.ERROR,
+        return Check("agents.registry", Severity.ERROR,
                      f"the agent registry cannot be loaded, so every sync of this workspace "
                      f"fails (exit 4): {exc.message}",
                      remedy="fix the registry file as the message says, then run "
@@ -43,7 +43,7 @@ def registry_check(ws_root: str) -> Check | None:
         return None  # nothing to load: AGENTS.md is the one instruction target ([G3])
     targets = ", ".join(t.path for t in registry.targets) or "none"
     n = len(registry.agents)
-    return Check("registry.agents", Severity.OK,
+    return Check("agents.registry", Severity.OK,
                  f"the agent registry {directory} loads: {n} agent{'s' * (n != 1)}, "
                  f"instruction targets {targets}", path=directory)
 
