@@ -147,6 +147,9 @@ class ProjectConfig(Value):
     sha256: str
     #: The ``skills`` list, as written ([G1]).
     skills: tuple[str, ...] = ()
+    #: ``worktrees = true``: every linked git worktree of each active registered
+    #: checkout is a checkout too ([L6]).
+    worktrees: bool = False
 
 
 @frozen(repr=False, eq=False)
@@ -255,6 +258,8 @@ class Plan(Value):
     instruction_targets: tuple[PlannedTarget, ...] = ()
     #: ``Project.prepare(agent)``: the agent whose instruction targets only were planned.
     agent: str | None = None
+    #: ``worktrees`` of ``agent.toml`` as planned: the linked worktrees were checkouts.
+    worktrees: bool = False
 
     @property
     def conflicts(self) -> tuple[Operation, ...]:

@@ -35,6 +35,7 @@ COMMANDS = {
     "agents": ("agents", "agents_cmd"),
     "apply": ("apply", "apply_cmd"),
     "doctor": ("doctor", "doctor_cmd"),
+    "hook": ("hook", "hook_group"),
     "init": ("init", "init_cmd"),
     "status": ("status", "status_cmd"),
     "sync": ("sync", "sync"),

@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 #: Top-level keys the engine reads, in the tie-breaking order of near misses ([C6]).
-READ_KEYS = ("memory", "paths", "path", "skills", "sync_mode")
+READ_KEYS = ("memory", "paths", "path", "skills", "sync_mode", "worktrees")
 #: Every top-level key this engine knows about.
 KNOWN_KEYS = frozenset({"name", *READ_KEYS})
 #: Largest case-insensitive Damerau–Levenshtein distance of a near miss ([C6]).
@@ -69,6 +69,8 @@ _CONSEQUENCE = {
     "path": ("the checkout you meant to name there would not be synced", "path = []"),
     "skills": ("every skill link of this project would be removed", "skills = []"),
     "sync_mode": ("skills would be linked, whatever mode you meant", 'sync_mode = "link"'),
+    "worktrees": ("the git worktrees of its checkouts would not be synced",
+                  "worktrees = false"),
 }
 
 #: Patterns of the error and message paths: compiled (and cached by ``re``) on first use,
@@ -398,6 +400,18 @@ def _check_name(doc: Mapping[str, Any], name: str, config_path: str) -> None:
         )
 
 
+def _parse_worktrees(value: object, config_path: str) -> bool:
+    """[L6]: ``worktrees`` is a boolean; anything else is a configuration error."""
+    if isinstance(value, bool):
+        return value
+    raise ConfigError(
+        f"{config_path}: key 'worktrees': expected true or false, found "
+        f"{found_value(value)} — write worktrees = true to sync the git worktrees of each "
+        "checkout too, or remove the key",
+        code="config.worktrees", path=config_path,
+    )
+
+
 def parse_project_config(
     data: bytes, *, name: str, project_dir: str, config_path: str, home: str
 ) -> ProjectConfig:
@@ -415,6 +429,7 @@ def parse_project_config(
     skills = _parse_skills(doc["skills"], config_path) if "skills" in doc else ()
     if "sync_mode" in doc:
         _check_sync_mode(doc["sync_mode"], config_path)
+    worktrees = _parse_worktrees(doc["worktrees"], config_path) if "worktrees" in doc else False
     pairs = raw_candidates(doc, config_path, findings)
     found = candidates(pairs, home, findings, config_path)
     return ProjectConfig(
@@ -426,4 +441,5 @@ def parse_project_config(
         findings=tuple(findings),
         sha256=digest,
         skills=skills,
+        worktrees=worktrees,
     )

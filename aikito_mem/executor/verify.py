@@ -111,6 +111,8 @@ def verify(plan: Plan, locks: Locks, *, environ: Mapping[str, str] | None = None
                     diffs.append(f"agent.toml checkout paths changed ({plan.config_path})")
                 if tuple(sorted(config.skills)) != plan.skills:
                     diffs.append(f"agent.toml skills list changed ({plan.config_path})")
+                if config.worktrees != plan.worktrees:
+                    diffs.append(f"agent.toml worktrees changed ({plan.config_path})")
     # Skills and instructions ([G7]): the instructions source and the agent registry.
     from aikito_mem.world.segments import differences
 

@@ -429,4 +429,5 @@ def build_plan(
         config_sha256=config.sha256 if register is not None else None,
         config_digest=config.sha256,
         home=home,
+        worktrees=config.worktrees,
     )

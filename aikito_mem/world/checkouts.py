@@ -247,16 +247,18 @@ def slots(config: ProjectConfig, observer: Observer, *, strict: bool = False,
     """
     out: list[Slot] = []
     seen: set[object] = set()
-    places: Places | None = None
-    for cand in config.candidates:
+    places: list[Places] = []
+
+    def add(cand: Candidate) -> None:
         slot = classify(cand, observer)
         key: object = slot.identity if slot.identity is not None else lexical_key(cand.path)
         if key in seen:
-            continue
+            return
         seen.add(key)
         if slot.identity is not None:
-            places = places or _places(config, home, observer)
-            found = refusal(slot.path, slot.identity, places)
+            if not places:
+                places.append(_places(config, home, observer))
+            found = refusal(slot.path, slot.identity, places[0])
             if found is not None:
                 message = _refusal_message(f"checkout {slot.label} {slot.path}", found)
                 if strict:
@@ -265,7 +267,42 @@ def slots(config: ProjectConfig, observer: Observer, *, strict: bool = False,
                 slot = Slot(slot.label, slot.path, CheckoutState.INVALID, message,
                             code=found[0])
         out.append(slot)
+
+    for cand in config.candidates:
+        add(cand)
+    if config.worktrees:
+        for registered in [s for s in out if s.state is CheckoutState.ACTIVE]:
+            for cand in worktree_candidates(registered):
+                add(cand)
     return tuple(out)
+
+
+def worktree_candidates(registered: Slot) -> list[Candidate]:
+    """[L6]: every other worktree of the repository of an active registered checkout
+    (``git worktree list --porcelain -z``, one call), as a candidate labelled
+    ``<label>@<worktree directory name>``; bare entries are skipped.  A registered
+    checkout in a subdirectory of its work tree maps to the same subdirectory of each
+    worktree.  Not a work tree, or git unavailable: none."""
+    from aikito_mem.world import git
+
+    found = git.worktrees(registered.path)
+    if not isinstance(found, tuple):
+        return []
+    tops = sorted((os.path.realpath(wt.path) for wt in found if not wt.bare),
+                  key=len, reverse=True)
+    mine = next((t for t in tops if registered.path == t
+                 or registered.path.startswith(t.rstrip("/") + "/")), None)
+    if mine is None:
+        return []
+    below = registered.path[len(mine):]
+    out = []
+    for wt in found:
+        if wt.bare or os.path.realpath(wt.path) == mine:
+            continue
+        path = os.path.normpath(wt.path) + below
+        name = os.path.basename(os.path.normpath(wt.path))
+        out.append(Candidate(f"{registered.label}@{name}", path, path, True))
+    return out
 
 
 def given_path(path: str) -> str:
@@ -348,6 +385,13 @@ def explicit_slot(
         if other.kind is Kind.DIR and (other.dev, other.ino) == slot.identity:
             registered = cand.label
             break
+    if registered is None and config.worktrees:
+        # [L6]: a discovered worktree named explicitly is a checkout already: never
+        # registered.
+        for other_slot in slots(config, observer, home=home):
+            if other_slot.identity == slot.identity:
+                registered = other_slot.label
+                break
     if registered is not None:
         slot = attrs.evolve(slot, label=registered)
     return slot, registered is not None
