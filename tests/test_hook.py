@@ -158,6 +158,8 @@ def test_install_is_idempotent_and_uninstall_removes_only_its_own(ws: WS) -> Non
     # An edited copy is no longer aikito's: uninstall leaves it.
     hook.write_bytes(HOOK + b"echo edited\n")
     assert invoke("hook", "uninstall", co).exit_code == 1 and hook.exists()
+    dry = invoke("hook", "uninstall", co, "--dry-run")  # says the same: never "would remove"
+    assert dry.exit_code == 1 and "left as it is" in dry.stdout
     hook.write_bytes(HOOK)
     res = invoke("hook", "uninstall", co)
     assert res.exit_code == 0 and "removed aikito's post-checkout hook" in res.stdout

@@ -3,7 +3,8 @@
 - :mod:`~aikito_mem.cli.sync` — ``sync project``; :mod:`~aikito_mem.cli.apply` —
   ``apply``; :mod:`~aikito_mem.cli.agents` — ``agents`` and ``agents add``;
   :mod:`~aikito_mem.cli.status`, :mod:`~aikito_mem.cli.doctor`,
-  :mod:`~aikito_mem.cli.adopt` — the commands of the same names;
+  :mod:`~aikito_mem.cli.adopt`, :mod:`~aikito_mem.cli.hook` — the commands of the same
+  names;
 - :mod:`~aikito_mem.cli.error_handler` — every command body runs inside it: the signal
   record installed first, every error mapped to its exit code and its one JSON document,
   the one place output is written;
@@ -111,6 +112,7 @@ Examples:
   aikito sync project demo         sync project demo's checkouts
   aikito status                    what a sync would change, project by project
   aikito doctor --fix              check the set-up; add the git exclude lines
+  aikito hook install              sync each new git worktree as it is created
   aikito --workspace ~/aikito status
 
 \b
