@@ -255,6 +255,9 @@ def _header(saved: Plan, fresh: Plan) -> Iterable[str]:
                "registry's now")
     if saved.agent != fresh.agent:
         yield f"agent: the plan is for {saved.agent!r}, planning afresh for {fresh.agent!r}"
+    if saved.worktrees != fresh.worktrees:
+        yield (f"agent.toml worktrees: the plan says {saved.worktrees}, it is "
+               f"{fresh.worktrees} now ({config})")
 
 
 def _instructions(plan: Plan) -> object:

@@ -460,6 +460,10 @@ def _skills(p: Doc, w: World) -> None:
     p["skills"] = ["evil"]
 
 
+def _worktrees(p: Doc, w: World) -> None:
+    p["worktrees"] = True  # [L6]: the key is off in agent.toml
+
+
 def _instructions(p: Doc, w: World) -> None:
     p["instructions"] = {"path": f"{w.outside}/file.toml", "state": "content",
                          "problem": "none", "checks": []}
@@ -545,6 +549,7 @@ ATTACKS: dict[str, tuple[tuple[str, ...], Mutation]] = {
     "sources-drop": (("sources",), _sources_drop),
     "segment": (("operations.segment",), _segment),
     "skills": (("skills",), _skills),
+    "worktrees": (("worktrees",), _worktrees),
     "instructions": (("instructions", "instructions.path", "instructions.state",
                       "instructions.problem", "instructions.checks"), _instructions),
     "instruction-targets": (("instruction_targets", "instruction_targets.rel",
