@@ -260,6 +260,8 @@ class Plan(Value):
     agent: str | None = None
     #: ``worktrees`` of ``agent.toml`` as planned: the linked worktrees were checkouts.
     worktrees: bool = False
+    #: Each per-agent skills directory planned: path, agents and detection ([N1]).
+    skill_dirs: tuple[PlannedTarget, ...] = ()
 
     @property
     def conflicts(self) -> tuple[Operation, ...]:
@@ -435,6 +437,26 @@ class InstructionSource(Value):
     state: InstructionState
     problem: str | None = None
     checks: tuple[SourceCheck, ...] = ()
+
+
+@frozen(repr=False, eq=False)
+class AgentSkillsView(Value):
+    """One per-agent skills directory of one active checkout, as observed ([N1])."""
+
+    #: Relative to the checkout root, e.g. ``.claude/skills``.
+    rel: str
+    #: The agents whose ``project_skills_path`` this is (sorted).
+    agents: tuple[str, ...] = ()
+    #: Whether any of them is detected on this machine (asked only when it matters: the
+    #: directory is missing and a skill would be linked there).
+    detected: bool = False
+    #: The directory itself (a symlink carries its literal).
+    root: Observed = ABSENT
+    #: Its entries (one level), by name, sorted — when it is a real directory.
+    entries: tuple[tuple[str, Observed], ...] = ()
+    #: Each ancestor directory, outermost first, up to the first one that is missing or
+    #: not a real directory.
+    parents: tuple[tuple[str, Observed], ...] = ()
 
 
 @frozen(repr=False, eq=False)

@@ -81,6 +81,9 @@ class Registry(Value):
     present: bool
     agents: tuple[AgentEntry, ...] = ()
     targets: tuple[InstructionTarget, ...] = ()
+    #: The per-agent skills directories ([N1]): each ``project_skills_path`` other than
+    #: ``.agents/skills``, with the agents naming it (two agents, one directory).
+    skill_dirs: tuple[InstructionTarget, ...] = ()
 
     def agent(self, name: str) -> AgentEntry | None:
         for entry in self.agents:
@@ -93,6 +96,10 @@ class Registry(Value):
         if not self.present:
             return self.targets
         return tuple(t for t in self.targets if agent in t.agents)
+
+    def skill_dirs_for(self, agent: str) -> tuple[InstructionTarget, ...]:
+        """The skills directory of ``agent`` only ([N1], [A3])."""
+        return tuple(d for d in self.skill_dirs if agent in d.agents)
 
 
 #: The registry of a workspace without ``agents/``.
@@ -250,7 +257,40 @@ def build_registry(entries: Iterable[AgentEntry]) -> Registry:
     targets = tuple(
         InstructionTarget(path, tuple(e.name for e in by_path[path])) for path in paths
     )
-    return Registry(True, agents, targets)
+    return Registry(True, agents, targets, _skill_dirs(agents, by_path))
+
+
+def _skill_dirs(agents: Sequence[AgentEntry], targets: Mapping[str, list[AgentEntry]]
+                ) -> tuple[InstructionTarget, ...]:
+    """The per-agent skills directories ([N1]), agents naming one directory grouped.  A
+    directory equal to or inside an instruction target (or holding one), or inside another
+    skills directory, is a configuration error naming the registry file: links of one
+    would land among the entries of the other."""
+    by_dir: dict[str, list[AgentEntry]] = {}
+    for entry in agents:
+        if entry.skills_path is not None and entry.skills_path != SHARED_SKILLS:
+            by_dir.setdefault(entry.skills_path, []).append(entry)
+
+    def nested(a: str, b: str) -> bool:
+        return a == b or a.startswith(b + "/") or b.startswith(a + "/")
+
+    dirs = sorted(by_dir)
+    for path in dirs:
+        owner = by_dir[path][0]
+        key = f"agents.{owner.name}.project_skills_path"
+        for target, users in targets.items():
+            if nested(path, target):
+                raise _error(owner.file, key,
+                             f"{path!r} and the instruction target {target!r} of agent "
+                             f"{users[0].name!r} are one inside the other",
+                             "choose a skills directory apart from every instruction target")
+        for other in dirs:
+            if other != path and other.startswith(path + "/"):
+                inner = by_dir[other][0]
+                raise _error(inner.file, f"agents.{inner.name}.project_skills_path",
+                             f"{other!r} is inside the skills directory {path!r} of agent "
+                             f"{owner.name!r}", "choose directories apart from each other")
+    return tuple(InstructionTarget(p, tuple(e.name for e in by_dir[p])) for p in dirs)
 
 
 def load_registry(workspace: str) -> Registry:

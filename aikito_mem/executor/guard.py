@@ -68,6 +68,7 @@ class _Context:
         self._notes: tuple[str | None, tuple[str, str]] | None = None
         self._wanted: frozenset[str] | None = None
         self._targets: frozenset[str] | None = None
+        self._skill_dirs: tuple[str, ...] | None = None
 
     def notes(self) -> tuple[str | None, tuple[str, str]]:
         """(the notes source when a notes resource exists, else ``None``; (current,
@@ -82,6 +83,19 @@ class _Context:
             present = selected if lstat(selected).exists else None
             self._notes = (present, (current, legacy))
         return self._notes
+
+    def skill_dirs(self) -> tuple[str, ...]:
+        """The per-agent skills directories the live agent registry names ([N1])."""
+        if self._skill_dirs is None:
+            from aikito_mem.config.registry import load_registry
+
+            try:
+                registry = load_registry(self.workspace)
+            except ConfigError:
+                self._skill_dirs = ()
+            else:
+                self._skill_dirs = tuple(d.path for d in registry.skill_dirs)
+        return self._skill_dirs
 
     def instruction_targets(self) -> frozenset[str]:
         """Instruction target paths the live agent registry names ([G3])."""
@@ -141,6 +155,9 @@ class SegmentRule(Value):
     single_component: bool = False
     #: Whether directories the plan's unlinks empty may be pruned ([P2]).
     prunes: bool = True
+    #: Further roots of the segment, from the live world (the per-agent skills
+    #: directories of [N1]), each with the same source and ownership rules.
+    more_roots: Callable[[_Context], tuple[str, ...]] | None = None
 
 
 def _skill_source(ctx: _Context, rel: str) -> str | None:
@@ -173,7 +190,8 @@ def _instruction_history(ctx: _Context, rel: str) -> tuple[str, ...]:
 #: segment → its rules.  A segment without a row here cannot write at all.
 SEGMENTS: dict[SegmentName, SegmentRule] = {
     SegmentName.SKILLS: SegmentRule("skills", layout.SKILLS_DIR, _skill_source,
-                                    _skill_history, single_component=True, prunes=False),
+                                    _skill_history, single_component=True, prunes=False,
+                                    more_roots=_Context.skill_dirs),
     SegmentName.INSTRUCTIONS: SegmentRule("instructions", "", _instruction_source,
                                           _instruction_history, prunes=False),
     SegmentName.MEMORY: SegmentRule("memory", layout.MEMORY_DIR, _memory_source,
@@ -274,6 +292,19 @@ def _refuse_op(op: Operation, ctx: _Context, active: set[str],
     return None if problem is None else f"{op.action.value} {op.target!r}{problem}"
 
 
+def _prefix(op: Operation, rule: SegmentRule, ctx: _Context) -> str:
+    """The root below which ``op`` writes: the segment's own, or the one of its further
+    roots ([N1]) the target lies below (the registry keeps them apart from each other)."""
+    prefix = f"{op.checkout}/{rule.root}/" if rule.root else f"{op.checkout}/"
+    if rule.more_roots is None or op.target.startswith(prefix):
+        return prefix
+    for root in rule.more_roots(ctx):
+        other = f"{op.checkout}/{root}/"
+        if op.target.startswith(other):
+            return other
+    return prefix
+
+
 def _refuse(op: Operation, ctx: _Context, active: set[str],
             emptied: set[tuple[str, SegmentName, str]]) -> str | None:
     """:func:`_refuse_op` without the leading words (built only for a refusal)."""
@@ -285,7 +316,7 @@ def _refuse(op: Operation, ctx: _Context, active: set[str],
     if rule is None:
         known = ", ".join(s.value for s in SEGMENTS)
         return f" is in segment {segment.value!r}, which cannot write yet; expected {known}"
-    prefix = f"{op.checkout}/{rule.root}/" if rule.root else f"{op.checkout}/"
+    prefix = _prefix(op, rule, ctx)
     if not op.target.startswith(prefix):
         return f" is outside {prefix}; expected a target below it"
     rel = op.target[len(prefix):]

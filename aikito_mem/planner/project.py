@@ -16,6 +16,7 @@ import attrs
 from aikito_mem.model import (
     SEGMENT_ORDER,
     Action,
+    AgentSkillsView,
     CheckoutPlan,
     CheckoutState,
     Finding,
@@ -30,6 +31,7 @@ from aikito_mem.model import (
     SegmentName,
     SkillsView,
 )
+from aikito_mem.planner import agent_skills as planner_agent_skills
 from aikito_mem.planner import instructions as planner_instructions
 from aikito_mem.planner import skills as planner_skills
 
@@ -71,6 +73,8 @@ def add_segments(
     agent: str | None = None,
     tracked: Mapping[str, frozenset[str]] | None = None,
     git_findings: tuple[Finding, ...] = (),
+    skill_dirs: tuple[PlannedTarget, ...] = (),
+    agent_views: Mapping[str, tuple[AgentSkillsView, ...]] | None = None,
 ) -> Plan:
     """``plan`` (the memory segment) with the skills and instructions segments added.
 
@@ -79,6 +83,7 @@ def add_segments(
     as observed for no checkout in particular (their path, agents and detection).
     ``tracked`` (by checkout path): the occupied targets, of every segment, that git
     tracks ([L1]); ``git_findings``: what observation found about git (``git.unavailable``).
+    ``skill_dirs`` and ``agent_views``: the per-agent skills directories likewise ([N1]).
     """
     index = {co.path: i for i, co in enumerate(plan.checkouts)}
     tracked = tracked or {}
@@ -101,6 +106,7 @@ def add_segments(
         if co.state is CheckoutState.OFFLINE:
             reason = co.reason or "path does not exist"
             ops.extend(planner_skills.offline(co.path, reason, skills))
+            ops.extend(planner_agent_skills.offline(co.path, reason, skill_dirs, skills))
             if instructions_wanted:
                 ops.extend(planner_instructions.offline(co.path, reason, targets, source))
         elif co.state is CheckoutState.INVALID:
@@ -120,6 +126,14 @@ def add_segments(
             findings.extend(i_findings)
             for rel, obs in (*s_dirs, *i_dirs):
                 dirs.setdefault(rel, obs)
+            for view in (agent_views or {}).get(co.path, ()):
+                a_ops, a_findings, a_dirs = planner_agent_skills.plan_dir(
+                    co.path, view, skills, plan.workspace, plan.config_path,
+                    tracked.get(co.path, none))
+                ops.extend(a_ops)
+                findings.extend(a_findings)
+                for rel, obs in a_dirs:
+                    dirs.setdefault(rel, obs)
         checkouts.append(attrs.evolve(co, dirs=tuple(sorted(dirs.items()))))
     ops.sort(key=lambda op: (_RANK[op.segment], index.get(op.checkout, len(index)),
                              op.target, 0 if op.action is Action.UNLINK else 1))
@@ -142,4 +156,5 @@ def add_segments(
         instructions=source,
         instruction_targets=targets,
         agent=agent,
+        skill_dirs=skill_dirs,
     )

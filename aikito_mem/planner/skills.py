@@ -94,9 +94,26 @@ def plan_checkout(
                        remedy=f"move {base} out of the way and run again; aikito never "
                        "writes through or replaces it", observed=view.root))
         return ops, findings, dirs
-    entries = dict(view.entries)
+    table(ops, findings, checkout, base, view.entries, skills, workspace, config_path,
+          tracked=tracked)
+    ops.sort(key=lambda op: op.target)
+    findings.sort(key=lambda f: f.path or "")
+    return ops, findings, dirs
+
+
+def table(
+    ops: list[Operation], findings: list[Finding], checkout: str, base: str,
+    listing: tuple[tuple[str, Observed], ...], skills: tuple[Resource, ...], workspace: str,
+    config_path: str, *, rule: str = R_SKILL, created: str = "target missing",
+    whose: str | None = None, tracked: frozenset[str] = frozenset(),
+) -> None:
+    """[G2]'s table in the skills directory ``base`` (a real directory, or one that will
+    be created): each selected skill linked (CREATE / NOOP / CONFLICT), each owned link of
+    a deselected skill unlinked, every other entry preserved with a warning finding; a
+    target git tracks ([L1], ``tracked``) skipped."""
+    entries = dict(listing)
     selected = {res.name for res in skills}
-    for name, obs in view.entries:
+    for name, obs in listing:
         if name in selected:
             continue
         target = f"{base}/{name}"
@@ -105,12 +122,14 @@ def plan_checkout(
             # [H3]: whatever bytes its name holds — the writer's guard applies this rule.
             ops.append(_op(Action.UNLINK, checkout, target,
                            "no longer wanted: aikito's link for a skill that was removed",
-                           resource=name, source=skill_source(workspace, name), observed=obs))
+                           resource=name, source=skill_source(workspace, name), observed=obs,
+                           rule=rule))
             continue
+        made = f" ({whose})" if whose else ""
         findings.append(Finding(
             "skills.foreign_entry", "warning",
-            f"preserved {target}: {obs.describe()} that aikito did not create; it is left "
-            "untouched (remove it yourself if it is not needed)", target,
+            f"preserved {target}: {obs.describe()} that aikito did not create{made}; it is "
+            "left untouched (remove it yourself if it is not needed)", target,
         ))
     for res in skills:
         target = f"{base}/{res.name}"
@@ -121,13 +140,13 @@ def plan_checkout(
                       f"make {res.source} a real directory inside {skills_root(workspace)}, or "
                       f"remove {res.name!r} from skills in {config_path}")
             ops.append(_op(Action.CONFLICT, checkout, target, res.problem, remedy=remedy,
-                           resource=res.name, source=res.source, observed=obs))
+                           resource=res.name, source=res.source, observed=obs, rule=rule))
         elif obs.kind is Kind.ABSENT:
-            ops.append(_op(Action.CREATE, checkout, target, "target missing",
-                           resource=res.name, source=res.source, observed=obs))
+            ops.append(_op(Action.CREATE, checkout, target, created,
+                           resource=res.name, source=res.source, observed=obs, rule=rule))
         elif obs.kind is Kind.LINK and owns(obs.literal, base, (res.source,)) is not None:
             ops.append(_op(Action.NOOP, checkout, target, "already linked",
-                           resource=res.name, source=res.source, observed=obs))
+                           resource=res.name, source=res.source, observed=obs, rule=rule))
         elif target in tracked and obs.kind in (Kind.FILE, Kind.DIR):
             # [L1]: the repository's own skill — never a conflict, never to be moved.
             ops.append(_op(Action.SKIP, checkout, target, TRACKED_REASON, resource=res.name,
@@ -141,7 +160,5 @@ def plan_checkout(
             ops.append(_op(Action.CONFLICT, checkout, target,
                            f"found {obs.describe()}; expected a symlink to {res.source!r}",
                            remedy=remedy, resource=res.name,
-                           source=res.source, observed=obs))
-    ops.sort(key=lambda op: op.target)
-    findings.sort(key=lambda f: f.path or "")
-    return ops, findings, dirs
+                           source=res.source, observed=obs, rule=rule))
+

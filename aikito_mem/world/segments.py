@@ -29,6 +29,7 @@ from aikito_mem.layout import (
 from aikito_mem.model import (
     ABSENT,
     Action,
+    AgentSkillsView,
     CheckoutState,
     CheckoutView,
     Finding,
@@ -224,10 +225,14 @@ def add_to_plan(
     that agent's ([A3])."""
     from aikito_mem.config.registry import load_registry
     from aikito_mem.planner.project import add_segments
+    from aikito_mem.world.agent_skills import agent_skills_views, planned_dirs
 
     workspace = plan.workspace
     registry = load_registry(workspace)
     targets = registry.targets if agent is None else registry.targets_for(agent)
+    skill_dirs = planned_dirs(registry, agent)
+    detect_dirs = Detection(registry, environ, home)
+    agent_views: dict[str, tuple[AgentSkillsView, ...]] = {}
     resolved = resolve_skills(skills, workspace, observer)
     source = instruction_source(workspace, plan.project, observer)
     detect = Detection(registry, environ, home)
@@ -241,11 +246,16 @@ def add_to_plan(
         skill_views[view.path] = skills_view(view.path, view.agents, observer)
         instr_views[view.path] = instructions_view(view.path, view.agents, targets, detect,
                                                    observer)
-    tracked, git_findings = _tracked(plan, resolved, skill_views, source, instr_views)
+        if skill_dirs:
+            agent_views[view.path] = agent_skills_views(view.path, skill_dirs, bool(skills),
+                                                        detect_dirs, observer)
+    tracked, git_findings = _tracked(plan, resolved, skill_views, source, instr_views,
+                                     agent_views)
     return add_segments(
         plan, skills=resolved, skill_views=skill_views, agents=agents, source=source,
         targets=detect.planned(targets), instruction_views=instr_views, agent=agent,
         tracked=tracked, git_findings=git_findings,
+        skill_dirs=detect_dirs.planned(skill_dirs), agent_views=agent_views,
     )
 
 
@@ -258,6 +268,7 @@ def occupied_targets(
     skill_views: Mapping[str, SkillsView],
     source: InstructionSource,
     instr_views: Mapping[str, InstructionsView],
+    agent_views: Mapping[str, tuple[AgentSkillsView, ...]] | None = None,
 ) -> dict[str, list[str]]:
     """Per active checkout, the targets of every segment occupied by a regular file or
     a directory (relative to the checkout): the only ones git is asked about ([L1])."""
@@ -271,6 +282,11 @@ def occupied_targets(
         for name, obs in view.entries:
             if name in selected and obs.kind in _OCCUPIED:
                 out.setdefault(checkout, []).append(f"{SKILLS_DIR}/{name}")
+    for checkout, aviews in (agent_views or {}).items():  # [N1]: each agent's directory
+        for aview in aviews:
+            out.setdefault(checkout, []).extend(
+                f"{aview.rel}/{name}" for name, obs in aview.entries
+                if name in selected and obs.kind in _OCCUPIED)
     if source.state is InstructionState.CONTENT:
         for checkout, iview in instr_views.items():
             for target in iview.targets:
@@ -285,12 +301,13 @@ def _tracked(
     skill_views: Mapping[str, SkillsView],
     source: InstructionSource,
     instr_views: Mapping[str, InstructionsView],
+    agent_views: Mapping[str, tuple[AgentSkillsView, ...]] | None = None,
 ) -> tuple[dict[str, frozenset[str]], tuple[Finding, ...]]:
     """[L1]: which occupied targets git tracks — one ``git ls-files -z`` per checkout
     with an occupied target, none otherwise (a warm sync starts no subprocess).  Outside
     a work tree nothing is tracked; git missing, failing or slow: nothing is tracked and
     one ``git.unavailable`` finding says so."""
-    occupied = occupied_targets(plan, skills, skill_views, source, instr_views)
+    occupied = occupied_targets(plan, skills, skill_views, source, instr_views, agent_views)
     if not occupied:  # nor does it import the git room and subprocess ([§12])
         return {}, ()
     from aikito_mem.world import git
@@ -339,6 +356,9 @@ def differences(plan: Plan, environ: Mapping[str, str], home: str | None) -> lis
     except ConfigError as exc:
         out.append(f"the agent registry can no longer be loaded: {exc.message}")
         return out
+    from aikito_mem.world import agent_skills
+
+    out.extend(agent_skills.differences(plan, registry, Detection(registry, environ, home)))
     targets = registry.targets if plan.agent is None else registry.targets_for(plan.agent)
     live_targets = [(t.path, t.agents) for t in targets]
     planned_targets = [(t.rel, t.agents) for t in plan.instruction_targets]
