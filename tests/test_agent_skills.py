@@ -309,3 +309,25 @@ def test_interop_with_the_reference_tool_stays_noop(ws: WS) -> None:
     skills_ops = [op for op in plan.operations if op.segment is SegmentName.SKILLS]
     assert skills_ops and {op.action for op in skills_ops} == {Action.NOOP}
     assert sorted(os.listdir(f"{co}/.claude/skills")) == ["lint", "review"]
+
+
+def test_a_skill_git_tracks_in_the_agents_directory_is_skipped_not_a_conflict(
+    ws: WS,
+) -> None:
+    """[L1] in a per-agent directory: the repository's own committed skill of the same
+    name is SKIP "tracked by git", never a CONFLICT blocking the segment."""
+    co = setup(ws)
+    ws.add_agent("claude-code", CLAUDE)
+    own = Path(co, ".claude", "skills", "review")
+    own.mkdir(parents=True)
+    (own / "SKILL.md").write_text("# the repository's review skill\n")
+    env = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
+           "HOME": ws.home, "PATH": os.environ.get("PATH", "")}
+    for args in (["init", "-q"], ["add", "."],
+                 ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
+        subprocess.run(["git", *args], cwd=co, check=True, env=env, capture_output=True)
+    plan = ws.project("demo").plan()
+    review = next(op for op in plan.operations if op.target == f"{co}/.claude/skills/review")
+    assert (review.action, review.reason) == (Action.SKIP, "tracked by git")
+    assert SegmentName.SKILLS not in plan.blocked_segments
+    assert "git.tracked_target" in {f.code for f in plan.findings}
