@@ -331,3 +331,27 @@ def test_a_skill_git_tracks_in_the_agents_directory_is_skipped_not_a_conflict(
     assert (review.action, review.reason) == (Action.SKIP, "tracked by git")
     assert SegmentName.SKILLS not in plan.blocked_segments
     assert "git.tracked_target" in {f.code for f in plan.findings}
+
+
+def test_doctor_excludes_each_link_of_an_agents_directory(ws: WS) -> None:
+    """[L2] knows the new targets: each link aikito makes in ``.claude/skills`` gets a
+    pattern of its own (the directory may hold the agent's own, committed skills), and
+    after ``doctor --fix`` and a sync git sees nothing new."""
+    from aikito_mem.commands.doctor.git import BEGIN, END
+    from tests.helpers.cli import invoke
+    from tests.helpers.gitrepo import init_repo, status
+
+    for s in ("review", "lint"):
+        ws.add_skill(s)
+    ws.add_agent("claude-code", CLAUDE)
+    co = init_repo(f"{ws.checkouts_dir}/repo", {".claude/skills/own/SKILL.md": "ours\n"})
+    ws.write_config("demo", paths=[co], skills=["lint", "review"])
+    res = invoke("--workspace", ws.root, "doctor", "--fix")
+    assert res.exit_code in (0, 1), res.output
+    block = Path(co, ".git/info/exclude").read_text().split(BEGIN + "\n", 1)[1]
+    lines = block.split(END)[0].splitlines()
+    assert "/.claude/skills/lint" in lines and "/.claude/skills/review" in lines
+    assert "/.claude/skills/" not in lines
+    assert invoke("--workspace", ws.root, "sync", "project", "demo").exit_code == 0
+    assert os.path.islink(f"{co}/.claude/skills/lint")
+    assert [line for line in status(co) if ".claude" in line] == []

@@ -386,6 +386,10 @@ def _runtime_paths(config: Any, ws: Any, environ: Mapping[str, str] | None) -> R
         entry = next((e for e in ENTRIES if rel.startswith(e)), None)
         if entry is not None:
             links.setdefault(entry, []).append(rel)
+        elif op.segment is SegmentName.SKILLS:
+            # [N1]: a link in an agent's own skills directory (which may hold the
+            # agent's own, tracked skills) is excluded on its own, like a target.
+            targets.append(rel)
     return {co: (tuple(t), {e: tuple(v) for e, v in ls.items()})
             for co, (t, ls) in found.items()}
 
