@@ -474,6 +474,11 @@ def _instruction_targets(p: Doc, w: World) -> None:
                                  "detected": True}]
 
 
+def _skill_dirs(p: Doc, w: World) -> None:
+    # [N1]: a per-agent skills directory the live registry does not name.
+    p["skill_dirs"] = [{"rel": "../outside/skills", "agents": ["claude"], "detected": True}]
+
+
 def _agent(p: Doc, w: World) -> None:
     p["agent"] = "claude"
 
@@ -555,6 +560,7 @@ ATTACKS: dict[str, tuple[tuple[str, ...], Mutation]] = {
     "instruction-targets": (("instruction_targets", "instruction_targets.rel",
                              "instruction_targets.agents", "instruction_targets.detected"),
                             _instruction_targets),
+    "skill-dirs": (("skill_dirs",), _skill_dirs),
     "agent": (("agent",), _agent),
 }
 
