@@ -23,7 +23,6 @@ from aikito_mem.config.projects import (
     find_checkouts,
     load_project_config,
     read_config_bytes,
-    remember,
 )
 from aikito_mem.errors import ConfigError, ConflictError, ProjectPrepareConflictError
 from aikito_mem.executor.execute import execute, planned_result
@@ -36,11 +35,10 @@ from aikito_mem.model import (
     SourceCheck,
     SyncResult,
 )
-from aikito_mem.planner.memory import build_plan
+from aikito_mem.planner.project import plan_project
 from aikito_mem.values import Value
 from aikito_mem.world import checkouts as _checkouts
 from aikito_mem.world.observe import Observer, with_identity
-from aikito_mem.world.resources import resolve
 
 
 @attrs.frozen(repr=False, eq=False)
@@ -185,30 +183,22 @@ class Project:
         identify: bool = True,
         agent: str | None = None,
     ) -> Plan:
-        """One plan of every segment (§13): memory from the memory planner, then skills
-        and instructions added per checkout ([G6]); ``agent`` limits the instruction
-        targets to that agent's ([A3])."""
-        from aikito_mem.world import segments
+        """One plan of every segment (§13): one observation pass, then the planner
+        ([G6]); ``agent`` limits the instruction targets to that agent's ([A3])."""
+        from aikito_mem.world.project import observe_project
 
-        remember(self.config, self._home())  # the writer's check re-uses it ([E9])
+        home = self._home()
         # Planning writes nothing: a signal ends it at once ([E5]).
         with signals.interruptible():
-            views = tuple(_checkouts.observe(s, observer) for s in slots)
-            resources = resolve(self.config, self.workspace, observer)
-            plan = build_plan(
-                config=self.config,
-                workspace=self.workspace,
-                workspace_source=self.ws.found_via,
-                resources=resources,
-                checkouts=views,
-                explicit_path=explicit,
-                register=register,
-                home=self._home(),
-            )
-            plan = segments.add_to_plan(
-                plan, skills=self.config.skills, views=views, observer=observer,
+            observed = observe_project(
+                self.config, self.workspace, slots, observer,
                 environ=self._environ if self._environ is not None else os.environ,
-                home=self._home() or None, agent=agent,
+                home=home or None, agent=agent,
+            )
+            plan = plan_project(
+                observed, config=self.config, workspace=self.workspace,
+                workspace_source=self.ws.found_via, explicit_path=explicit,
+                register=register, home=home, agent=agent,
             )
             return _identify(plan) if identify else plan
 
@@ -246,7 +236,7 @@ class Project:
                 code="plan.foreign",
             )
         return execute(plan, lock_timeout=lock_timeout, always_verify=True,
-                       environ=self._environ)
+                       environ=self._environ, config=self.config, home=self.home)
 
     def sync(
         self,
@@ -265,7 +255,9 @@ class Project:
         with signals.installed(), Locks() as locks:
             plan = self.plan_locked(path, register=register, locks=locks,
                                     lock_timeout=lock_timeout)
-            return execute(plan, locks=locks, environ=self._environ)
+            # The guard re-uses this parse while agent.toml keeps its bytes ([E9], [P6]).
+            return execute(plan, locks=locks, environ=self._environ, config=self.config,
+                           home=self.home)
 
     def plan_locked(
         self, path: str | None, *, register: bool, locks: Locks, lock_timeout: float
@@ -299,8 +291,13 @@ class Project:
         project._environ = self._environ
         return project
 
-    def _home(self) -> str:
+    @property
+    def home(self) -> str:
+        """The home directory ``~`` expands to for this project ("" when none)."""
         return home_directory(self._environ) or ""
+
+    def _home(self) -> str:
+        return self.home
 
     def prepare(self, agent: str, path: str | None = None) -> PreparedProject:
         """Make one checkout's memory ready for an agent session ([A3], INV-MEM-12).
@@ -344,7 +341,8 @@ class Project:
             plan = self._plan((slot,), Observer(), explicit=slot.path, register=None,
                               agent=agent)
             try:
-                result = execute(plan, locks=locks, environ=self._environ)
+                result = execute(plan, locks=locks, environ=self._environ,
+                                 config=self.config, home=self.home)
             except ConflictError as exc:
                 # [A3]/[E8]: the segments without conflicts were applied (unless every
                 # segment was blocked); the conflicts are reported segment by segment.

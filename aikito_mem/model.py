@@ -485,6 +485,32 @@ class InstructionsView(Value):
     legacy: Observed = ABSENT
 
 
+@frozen
+class Observations:
+    """Everything one planning pass observed, handed from ``world/`` to ``planner/`` in
+    one value: the memory resources and checkouts, and the skills and instructions of
+    every active checkout (§13).  The views are keyed by the active checkouts' paths."""
+
+    resources: ResourceSet
+    checkouts: tuple[CheckoutView, ...]
+    skills: tuple[Resource, ...]
+    instructions: InstructionSource
+    #: The instruction targets for no checkout in particular (path, agents, detection).
+    targets: tuple[PlannedTarget, ...]
+    #: ``.agents`` of each active checkout.
+    agents: tuple[tuple[str, Observed], ...] = ()
+    skill_views: tuple[tuple[str, SkillsView], ...] = ()
+    instruction_views: tuple[tuple[str, InstructionsView], ...] = ()
+    #: The occupied targets (absolute) git tracks, by checkout ([L1]), and what
+    #: observation found about git (``git.unavailable``).
+    tracked: tuple[tuple[str, frozenset[str]], ...] = ()
+    git_findings: tuple[Finding, ...] = ()
+    #: The per-agent skills directories (path, agents, detection) and each active
+    #: checkout's view of them ([N1]).
+    skill_dirs: tuple[PlannedTarget, ...] = ()
+    agent_views: tuple[tuple[str, tuple[AgentSkillsView, ...]], ...] = ()
+
+
 class Severity(enum.StrEnum):
     """How serious a finding or a doctor check is.  A ``str`` enum: ``Finding.severity``
     may hold the bare word or the member alike."""

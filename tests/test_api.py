@@ -83,16 +83,16 @@ def test_plans_and_executes_under_the_checkout_lock(
 ) -> None:
     (co,) = build(ws)
     seen: dict[str, list[bool]] = {"plan": [], "write": []}
-    real_build = api_mod.build_plan
+    real_plan = api_mod.plan_project
 
-    def spy_build(**kwargs: Any) -> Any:
+    def spy_plan(*args: Any, **kwargs: Any) -> Any:
         seen["plan"].append(_lock_is_held(co))
-        return real_build(**kwargs)
+        return real_plan(*args, **kwargs)
 
     def hook(op: Operation) -> None:
         seen["write"].append(_lock_is_held(co))
 
-    monkeypatch.setattr(api_mod, "build_plan", spy_build)
+    monkeypatch.setattr(api_mod, "plan_project", spy_plan)
     monkeypatch.setattr(execute_mod, "before_write", hook)
     ws.project("demo").prepare("claude")
     assert seen["plan"] == [True]

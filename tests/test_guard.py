@@ -24,10 +24,9 @@ import pytest
 from hypothesis import given, settings
 
 from aikito_mem.api import Project
-from aikito_mem.config import projects
 from aikito_mem.errors import ConflictError, ExecutionError, StalePlanError, UnsafePlanError
 from aikito_mem.executor import guard
-from aikito_mem.executor.execute import Locks, verify
+from aikito_mem.executor.execute import Locks, execute, verify
 from aikito_mem.model import (
     ABSENT,
     Action,
@@ -459,7 +458,8 @@ def test_relative_owned_link_is_unlinked(ws: WS) -> None:
 
 
 def test_guard_reuses_the_engines_parse(w: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    """[P6]: the live agent.toml bytes the engine already parsed are not parsed again."""
+    """[P6]: the live agent.toml bytes the engine already parsed — the parse handed to the
+    guard explicitly by whoever planned — are not parsed again."""
     import aikito_mem.config.agent_toml as config
 
     project = w.project()
@@ -472,22 +472,27 @@ def test_guard_reuses_the_engines_parse(w: World, monkeypatch: pytest.MonkeyPatc
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(config, "parse_project_config", counting)
-    guard.check(plan)
+    guard.check(plan, config=project.config, home=project.home)
     assert calls == []
+    guard.check(plan)  # nothing handed over: the live bytes are parsed
+    assert calls == ["parse"]
     # Bytes it never parsed (a comment added): parsed, and still the same configuration.
     with open(w.ws.config_path("demo"), "a") as fh:
         fh.write("# edited\n")
-    guard.check(plan)
-    assert calls == ["parse"]
+    guard.check(plan, config=project.config, home=project.home)
+    assert calls == ["parse", "parse"]
 
 
 def test_memo_is_keyed_by_the_live_bytes(w: World) -> None:
-    """A plan cannot pick the configuration the guard uses: agent.toml now lists another
-    checkout, whatever the plan (or its digests) say."""
-    plan = w.project().plan()
+    """Neither the plan nor the caller picks the configuration the guard uses: agent.toml
+    now lists another checkout, whatever the plan (or its digests) say and whatever parse
+    the caller hands over."""
+    project = w.project()
+    plan = project.plan()
     w.ws.write_config("demo", memory=["top.md", "team/a.md"], paths=[w.unlisted])
     with pytest.raises(UnsafePlanError) as info:
-        guard.check(plan.evolve(config_digest=hashlib.sha256(b"").hexdigest()))
+        guard.check(plan.evolve(config_digest=hashlib.sha256(b"").hexdigest()),
+                    config=project.config, home=project.home)
     assert any("is not one aikito may write to" in r for r in info.value.refusals)
 
 
@@ -583,10 +588,35 @@ def test_the_guard_expands_home_from_the_runs_environment(ws: WS) -> None:
     os.makedirs(f"{home}/code/demo")
     ws.add_file("a.md", "a\n")
     ws.write_config("demo", memory=["a.md"], paths=["~/code/demo"])
-    project = Project.load("demo", workspace=ws.root,
-                           environ={"HOME": home, "PATH": os.environ.get("PATH", "")})
+    environ = {"HOME": home, "PATH": os.environ.get("PATH", "")}
+    project = Project.load("demo", workspace=ws.root, environ=environ)
     plan = project.plan()
-    projects._PARSED.clear()  # no parse to re-use: the guard reads agent.toml itself
-    result = project.execute(plan)
+    # No parse handed over: the guard reads and parses agent.toml itself.
+    result = execute(plan, environ=environ)
     assert result.outcome == "applied"
     assert os.readlink(f"{home}/code/demo/.agents/memory/a.md") == ws.memory_path("a.md")
+
+
+def test_a_parse_made_with_another_home_is_not_reused(
+    w: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """[H5], [P6]: the caller's parse is re-used only when it expanded ``~`` with the home
+    of the run's environment; handed over with another home, the live bytes are parsed
+    again with the environment's."""
+    import aikito_mem.config.agent_toml as config
+
+    project = w.project()
+    plan = project.plan()
+    homes: list[object] = []
+    real = config.parse_project_config
+
+    def counting(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        homes.append(kwargs.get("home"))
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(config, "parse_project_config", counting)
+    environ = {"HOME": project.home or "/", "PATH": os.environ.get("PATH", "")}
+    guard.check(plan, environ=environ, config=project.config, home=project.home)
+    assert homes == []
+    guard.check(plan, environ=environ, config=project.config, home=f"{w.ws.base}/elsewhere")
+    assert homes == [project.home or "/"]

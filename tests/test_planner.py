@@ -45,6 +45,7 @@ from tests.helpers.pure import (
     view,
 )
 from tests.helpers.strategies import World, worlds
+from tests.helpers.workspace import WS as Workspace
 
 # =========================================================================== [P1]
 
@@ -555,3 +556,63 @@ def test_planner_source_imports_no_io_modules() -> None:
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
             assert node.id not in ("open", "os", "pathlib"), node.id
+
+
+def test_one_observation_pass_then_a_planner_without_io(ws: Workspace) -> None:
+    """The project is observed once (``world/``), then every segment is planned from
+    that one value with no I/O at all: the planner never observes again."""
+    import os
+
+    from aikito_mem.planner.project import plan_project
+    from aikito_mem.world import checkouts
+    from aikito_mem.world.observe import Observer
+    from aikito_mem.world.project import observe_project
+
+    ws.add_file("team/a.md")
+    ws.add_skill("review")
+    ws.write_instructions("demo", "# demo\n")
+    ws.add_agent("claude", '[agents.claude]\nproject_instruction_path = ".claude/CLAUDE.md"\n')
+    co, gone = ws.checkout("laptop"), f"{ws.root}-gone"
+    os.makedirs(f"{co}/.agents/skills")
+    os.symlink("/elsewhere", f"{co}/.agents/skills/old")
+    ws.write_config("demo", memory=["team/a.md"], paths=[co, gone], skills=["review"])
+    project = ws.project("demo")
+    observer = Observer()
+    slots = checkouts.slots(project.config, observer)
+    observed = observe_project(project.config, project.workspace, slots, observer,
+                               environ=os.environ, home=project.home or None)
+    _EVENTS.clear()
+    _RECORDING[0] = True
+    try:
+        plan = plan_project(observed, config=project.config, workspace=project.workspace,
+                            workspace_source="option", home=project.home)
+        plan.summary()
+    finally:
+        _RECORDING[0] = False
+    events = list(_EVENTS)
+    _EVENTS.clear()
+    assert [(e, a) for e, a in events if e.startswith(_FORBIDDEN)] == []
+    assert {op.segment.value for op in plan.operations} == {"skills", "instructions",
+                                                             "memory"}
+    assert plan == project.plan(identify=False)
+
+
+def test_every_planner_module_imports_no_io_module() -> None:
+    """The whole planner package, not only the memory planner, is pure by its imports:
+    nothing of ``world/``, ``config/`` or ``executor/`` either."""
+    import pkgutil
+
+    import aikito_mem.planner as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        module = __import__(f"aikito_mem.planner.{info.name}", fromlist=["_"])
+        imported: set[str] = set()
+        for node in ast.walk(ast.parse(inspect.getsource(module))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                imported.add(node.module)
+            elif isinstance(node, ast.Import):
+                imported.update(a.name for a in node.names)
+        allowed = {"__future__", "posixpath", "collections", "collections.abc", "attrs",
+                   "aikito_mem.model", "aikito_mem.layout", "aikito_mem.planner"}
+        assert {m for m in imported if not m.startswith("aikito_mem.planner.")} <= allowed, \
+            info.name

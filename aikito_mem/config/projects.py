@@ -48,8 +48,6 @@ __all__ = [
     "list_projects",
     "load_project_config",
     "read_config_bytes",
-    "recall",
-    "remember",
 ]
 
 
@@ -185,33 +183,6 @@ def load_project_config(
     return parse_project_config(
         data, name=name, project_dir=project_dir, config_path=config_path, home=home
     )
-
-
-#: Configurations the engine itself planned with, by (config path, sha256 of the bytes,
-#: the home directory it expanded ``~`` with): the writer's guard re-reads ``agent.toml``
-#: under the lock and, when its bytes are ones the engine already parsed in this process
-#: with the home of the run's environment ([H5]), re-uses that parse instead of parsing
-#: again ([P6]).  The key is the
-#: digest of the live bytes, never anything the plan claims.  (Kept here, not in the
-#: guard, so that planning never imports the guard: a plan without writes never needs it.)
-_PARSED: dict[tuple[str, str, str], tuple[ProjectConfig, str | None]] = {}
-_PARSED_MAX = 8
-
-
-def remember(config: ProjectConfig, home: str | None = None) -> None:
-    """Record a configuration the engine plans with, and its home directory."""
-    key = (config.config_path, config.sha256, home or "")
-    _PARSED.pop(key, None)
-    _PARSED[key] = (config, home)  # the most recent last
-    while len(_PARSED) > _PARSED_MAX:
-        del _PARSED[next(iter(_PARSED))]
-
-
-def recall(config_path: str, digest: str, home: str | None
-           ) -> tuple[ProjectConfig, str | None] | None:
-    """The configuration :func:`remember` recorded for these bytes parsed with ``home``
-    (the home directory of the run's environment, [H5]), and that home."""
-    return _PARSED.get((config_path, digest, home or ""))
 
 
 def list_projects(workspace_root: str) -> tuple[str, ...]:

@@ -33,13 +33,16 @@ import os
 import posixpath
 import shlex
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from aikito_mem import layout
 from aikito_mem.errors import ConfigError, PlanFileError, StalePlanError
 from aikito_mem.model import Action, CheckoutState, Operation, Plan, SyncResult
+
+if TYPE_CHECKING:  # pragma: no cover
+    from aikito_mem.api import Project
 
 __all__ = ["apply_plan", "apply_plan_file", "compare", "read_saved"]
 
@@ -123,16 +126,19 @@ def apply_plan(
     with Locks() as locks:
         # Nothing is written before execution: a signal stops the run at once ([E5]).
         with signals.interruptible():
-            fresh = _fresh_and_equal(saved, workspace, environ, lock_timeout, planfile, locks)
+            project, fresh = _fresh_and_equal(saved, workspace, environ, lock_timeout,
+                                              planfile, locks)
         # A blocked plan is refused here (exit 1).
-        return execute(fresh, locks=locks, environ=environ)
+        return execute(fresh, locks=locks, environ=environ, config=project.config,
+                       home=project.home)
 
 
 def _fresh_and_equal(saved: Plan, workspace: str | None, environ: Mapping[str, str] | None,
-                     lock_timeout: float, planfile: str | None, locks: Any) -> Plan:
-    """The fresh plan, made under ``locks``; raises unless it equals ``saved`` and the
-    saved observations verify (a blocked plan equal to the saved one is returned as it is:
-    it is refused as blocked before verification)."""
+                     lock_timeout: float, planfile: str | None, locks: Any
+                     ) -> tuple[Project, Plan]:
+    """The project and its fresh plan, made under ``locks``; raises unless the plan equals
+    ``saved`` and the saved observations verify (a blocked plan equal to the saved one is
+    returned as it is: it is refused as blocked before verification)."""
     from aikito_mem.api import Project
     from aikito_mem.executor.execute import refused
 
@@ -150,12 +156,12 @@ def _fresh_and_equal(saved: Plan, workspace: str | None, environ: Mapping[str, s
                              differences=(diff,), result=refused(saved, "stale")) from None
     differences = compare(saved, fresh)
     if not differences and fresh.blocked:
-        return fresh
+        return project, fresh
     diffs = list(dict.fromkeys([*_verify(saved, fresh, locks, environ), *differences]))
     if diffs:
         raise StalePlanError(_stale_message(diffs, saved, planfile),
                              differences=tuple(diffs), result=refused(saved, "stale"))
-    return fresh
+    return project, fresh
 
 
 def _stale_message(diffs: list[str], saved: Plan, planfile: str | None) -> str:

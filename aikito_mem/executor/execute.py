@@ -43,6 +43,7 @@ from aikito_mem.model import (
     Observed,
     Operation,
     Plan,
+    ProjectConfig,
     SegmentName,
     Status,
     SyncResult,
@@ -278,12 +279,16 @@ def execute(
     lock_timeout: float = DEFAULT_TIMEOUT,
     always_verify: bool = False,
     environ: Mapping[str, str] | None = None,
+    config: ProjectConfig | None = None,
+    home: str | None = None,
 ) -> SyncResult:
     """Execute ``plan`` exactly; raise on conflict, drift, failure or signal.
 
     ``environ`` is the environment the plan was made with (``None``: the process's):
     verification and the writer's check read ``PATH`` and the home directory from it,
-    as planning did ([H5]).
+    as planning did ([H5]).  ``config`` (and the ``home`` it was parsed with) is the
+    caller's parse of ``agent.toml``, which the writer's guard re-uses when the live
+    bytes are its bytes and ``home`` is the environment's ([E9], [P6]).
 
     The SIGINT/SIGTERM handlers of :mod:`aikito_mem.signals` are installed for the
     duration (nested inside the command line's, if it installed them): waiting for the
@@ -301,6 +306,11 @@ def execute(
     with signals.installed():
         try:
             _checked(plan, held, own_locks, lock_timeout, always_verify, environ)
+            if plan.has_changes:  # a plan without writes passes the guard at once ([§12])
+                from aikito_mem.executor.guard import check
+
+                # [E9]: no write the engine would not derive.
+                check(plan, environ=environ, config=config, home=home)
             with signals.deferred():
                 return _apply(plan, held)
         finally:
@@ -329,10 +339,6 @@ def _checked(plan: Plan, held: Locks, own_locks: bool, lock_timeout: float,
             "written. Run the sync again to plan afresh:\n  - " + "\n  - ".join(diffs),
             differences=tuple(diffs), result=refused(plan, "stale"),
         )
-    if plan.has_changes:  # a plan without writes passes the guard at once ([§12])
-        from aikito_mem.executor.guard import check  # [E9]: no write the engine would not derive
-
-        check(plan, environ=environ)
 
 
 def _stop_if_signalled(result: Callable[[], SyncResult], done: str) -> None:

@@ -40,7 +40,6 @@ import attrs
 
 from aikito_mem import layout
 from aikito_mem.config.names import entry_problem
-from aikito_mem.config.projects import recall, remember
 from aikito_mem.errors import ConfigError, UnsafePlanError
 from aikito_mem.model import (
     Action,
@@ -56,7 +55,8 @@ from aikito_mem.values import Value
 
 _CREATE, _UNLINK = Action.CREATE, Action.UNLINK
 
-__all__ = ["SEGMENTS", "SegmentRule", "check", "remember"]
+__all__ = ["SEGMENTS", "SegmentRule", "check"]
+
 
 class _Context:
     """What the guard derives from the live world for one plan (lazily, once)."""
@@ -199,8 +199,13 @@ SEGMENTS: dict[SegmentName, SegmentRule] = {
 }
 
 
-def _live_config(plan: Plan, environ: Mapping[str, str] | None
-                 ) -> tuple[ProjectConfig, str | None]:
+def _live_config(plan: Plan, environ: Mapping[str, str] | None, known: ProjectConfig | None,
+                 known_home: str | None) -> tuple[ProjectConfig, str | None]:
+    """The configuration of the live ``agent.toml`` bytes, and the home directory ``~``
+    is expanded with: the home of the run's environment ([H5]).  ``known`` (the engine's
+    own parse, with the ``known_home`` it expanded ``~`` with) is re-used only when the
+    live bytes are exactly its bytes — keyed by their digest, never by anything the plan
+    claims ([P6]) — and it was parsed with that same home."""
     from aikito_mem.config.agent_toml import parse_project_config
     from aikito_mem.config.discovery import home_directory
     from aikito_mem.config.projects import read_config_bytes
@@ -208,9 +213,9 @@ def _live_config(plan: Plan, environ: Mapping[str, str] | None
 
     data, project_dir, config_path = read_config_bytes(plan.workspace, plan.project)
     home = home_directory(environ)
-    known = recall(config_path, sha256_hex(data), home)
-    if known is not None:
-        return known
+    if (known is not None and (known_home or "") == (home or "")
+            and (known.config_path, known.sha256) == (config_path, sha256_hex(data))):
+        return known, home
     return parse_project_config(data, name=plan.project, project_dir=project_dir,
                                 config_path=config_path, home=home or ""), home
 
@@ -231,9 +236,10 @@ def _allowed_checkouts(plan: Plan, config: ProjectConfig, home: str | None
     return active, f"the active checkouts {config.config_path} lists"
 
 
-def _refusals(plan: Plan, environ: Mapping[str, str] | None) -> Iterator[str]:
+def _refusals(plan: Plan, environ: Mapping[str, str] | None, known: ProjectConfig | None,
+              known_home: str | None) -> Iterator[str]:
     try:
-        config, home = _live_config(plan, environ)
+        config, home = _live_config(plan, environ, known, known_home)
     except ConfigError as exc:
         yield f"the project's agent.toml cannot be loaded to check the plan: {exc.message}"
         return
@@ -350,12 +356,19 @@ def _refuse(op: Operation, ctx: _Context, active: set[str],
     return None
 
 
-def check(plan: Plan, *, environ: Mapping[str, str] | None = None) -> None:
+def check(plan: Plan, *, environ: Mapping[str, str] | None = None,
+          config: ProjectConfig | None = None, home: str | None = None) -> None:
     """Refuse ``plan`` before its first write unless every write is one the engine
-    derives (see the module documentation).  A plan without writes passes at once."""
+    derives (see the module documentation).  A plan without writes passes at once.
+
+    ``environ`` is the run's environment ([H5]: ``~`` expands to its home; ``None``: the
+    process's).  ``config`` is the engine's own parse of ``agent.toml`` (with the ``home``
+    it expanded ``~`` with), passed by whoever planned: the guard still reads the live
+    bytes and re-uses that parse only when they are its bytes and that home is the
+    environment's."""
     if not plan.has_changes:
         return
-    refusals = tuple(dict.fromkeys(_refusals(plan, environ)))
+    refusals = tuple(dict.fromkeys(_refusals(plan, environ, config, home)))
     if refusals:
         from shlex import quote
 

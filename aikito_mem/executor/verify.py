@@ -114,10 +114,8 @@ def verify(plan: Plan, locks: Locks, *, environ: Mapping[str, str] | None = None
                 if config.worktrees != plan.worktrees:
                     diffs.append(f"agent.toml worktrees changed ({plan.config_path})")
     # Skills and instructions ([G7]): the instructions source and the agent registry.
-    from aikito_mem.world.segments import differences
-
-    diffs.extend(differences(plan, os.environ if environ is None else environ,
-                             plan.home or None))
+    diffs.extend(segment_differences(plan, os.environ if environ is None else environ,
+                                     plan.home or None))
     pm = layout.project_memory(plan.workspace, plan.project)
     if observe.lstat(pm).exists != plan.project_memory_exists:
         diffs.append(
@@ -274,3 +272,54 @@ def _verify_tree(
             diffs.append(f"target {op.target} is now {_what(live, op.observed)} "
                          f"(was {_what(op.observed)})")
     return list(dict.fromkeys(diffs))
+
+
+def segment_differences(plan: Plan, environ: Mapping[str, str],
+                        home: str | None) -> list[str]:
+    """[E2]/[G7]: what changed, since ``plan`` was made, in what the skills and
+    instructions segments were planned from — the project instructions source (its state:
+    absent, empty, with content, unsafe; and its identity) and the agent registry (each
+    target's path and agents, and the detection the plan relied on).  A registry edit
+    that changes neither is not a difference ([G6])."""
+    from aikito_mem.config.registry import load_registry
+    from aikito_mem.errors import ConfigError
+    from aikito_mem.world.segments import Detection, instruction_source
+
+    out: list[str] = []
+    recorded = plan.instructions
+    if recorded is None:
+        return out
+    live = instruction_source(plan.workspace, plan.project, observe.Observer())
+    if live.state is not recorded.state:
+        out.append(f"project instructions {recorded.path} are now {live.state.value} "
+                   f"(were {recorded.state.value})")
+    else:
+        for rec_check, live_check in zip(recorded.checks, live.checks, strict=False):
+            a, b = rec_check.observed, live_check.observed
+            if (a.kind, a.literal) != (b.kind, b.literal) or (
+                    rec_check.identity and (a.dev, a.ino, a.gen) != (b.dev, b.ino, b.gen)):
+                out.append(f"project instructions {recorded.path} were replaced "
+                           f"(now {b.describe()}, was {a.describe()})")
+                break
+    try:
+        registry = load_registry(plan.workspace)
+    except ConfigError as exc:
+        out.append(f"the agent registry can no longer be loaded: {exc.message}")
+        return out
+    from aikito_mem.world import agent_skills
+
+    out.extend(agent_skills.differences(plan, registry, Detection(registry, environ, home)))
+    targets = registry.targets if plan.agent is None else registry.targets_for(plan.agent)
+    live_targets = [(t.path, t.agents) for t in targets]
+    planned_targets = [(t.rel, t.agents) for t in plan.instruction_targets]
+    if live_targets != planned_targets:
+        out.append("instruction targets of the agent registry changed "
+                   f"(now {live_targets or 'none'}, were {planned_targets or 'none'})")
+        return out
+    detect = Detection(registry, environ, home)
+    for target, planned in zip(targets, plan.instruction_targets, strict=True):
+        if planned.detected is not None and detect(target) is not planned.detected:
+            word = "detected" if planned.detected else "not detected"
+            out.append(f"agents of instruction target {target.path} "
+                       f"({', '.join(target.agents)}) were {word} when planned; no longer")
+    return out

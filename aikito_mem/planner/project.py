@@ -1,10 +1,11 @@
 """One frozen Plan for the whole project: skills, instructions and memory (§13, [G6]).
 
-The memory planner builds the memory segment (and decides each checkout's state); this
-module adds the skills and instructions segments of every checkout — a SKIP per skill and
-per instruction target for an offline checkout, a CONFLICT per segment for an invalid
-one — and orders every operation by segment (skills, instructions, memory), then checkout
-order, then target path ([G6]).  Pure: no I/O happens here.
+:func:`plan_project` is the planner's one entry: observations in, a plan out.  The memory
+planner builds the memory segment (and decides each checkout's state); :func:`add_segments`
+adds the skills and instructions segments of every checkout — a SKIP per skill and per
+instruction target for an offline checkout, a CONFLICT per segment for an invalid one —
+and orders every operation by segment (skills, instructions, memory), then checkout order,
+then target path ([G6]).  Pure: no I/O happens here.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from aikito_mem.model import (
     InstructionSource,
     InstructionState,
     InstructionsView,
+    Observations,
     Observed,
     Operation,
     Plan,
     PlannedTarget,
+    ProjectConfig,
     Resource,
     SegmentName,
     SkillsView,
@@ -34,6 +37,7 @@ from aikito_mem.model import (
 from aikito_mem.planner import agent_skills as planner_agent_skills
 from aikito_mem.planner import instructions as planner_instructions
 from aikito_mem.planner import skills as planner_skills
+from aikito_mem.planner.memory import build_plan
 
 _RANK = {seg: i for i, seg in enumerate(SEGMENT_ORDER)}
 
@@ -58,6 +62,31 @@ def tracked_conflict(op: Operation, config_path: str) -> Operation:
         remedy=(f"keep it, it is the repository's (aikito never moves or overwrites what "
                 f"git tracks); to stop linking it here, remove {name!r} from memory in "
                 f"{config_path}"),
+    )
+
+
+def plan_project(
+    observed: Observations,
+    *,
+    config: ProjectConfig,
+    workspace: str,
+    workspace_source: str,
+    explicit_path: str | None = None,
+    register: str | None = None,
+    home: str | None = None,
+    agent: str | None = None,
+) -> Plan:
+    """The plan of every segment from one observation pass ([G6]); ``agent`` is recorded
+    when the instruction targets were limited to that agent's ([A3])."""
+    plan = build_plan(config=config, workspace=workspace, workspace_source=workspace_source,
+                      resources=observed.resources, checkouts=observed.checkouts,
+                      explicit_path=explicit_path, register=register, home=home)
+    return add_segments(
+        plan, skills=observed.skills, skill_views=dict(observed.skill_views),
+        agents=dict(observed.agents), source=observed.instructions,
+        targets=observed.targets, instruction_views=dict(observed.instruction_views),
+        agent=agent, tracked=dict(observed.tracked), git_findings=observed.git_findings,
+        skill_dirs=observed.skill_dirs, agent_views=dict(observed.agent_views),
     )
 
 

@@ -20,6 +20,7 @@ from aikito_mem import fsutil
 from aikito_mem.config.registry import InstructionTarget, Registry, detected
 from aikito_mem.layout import (
     LEGACY_INSTRUCTIONS,
+    MEMORY_DIR,
     PROJECTS_ROOT,
     SKILLS_DIR,
     instructions_source,
@@ -28,7 +29,6 @@ from aikito_mem.layout import (
 )
 from aikito_mem.model import (
     ABSENT,
-    Action,
     AgentSkillsView,
     CheckoutState,
     CheckoutView,
@@ -39,9 +39,9 @@ from aikito_mem.model import (
     InstructionTargetView,
     Kind,
     Observed,
-    Plan,
     PlannedTarget,
     Resource,
+    ResourceSet,
     SkillsView,
     SourceCheck,
 )
@@ -210,60 +210,12 @@ class Detection:
         return tuple(PlannedTarget(t.path, t.agents, self.asked.get(t.path)) for t in targets)
 
 
-def add_to_plan(
-    plan: Plan,
-    *,
-    skills: tuple[str, ...],
-    views: tuple[CheckoutView, ...],
-    observer: Observer,
-    environ: Mapping[str, str],
-    home: str | None,
-    agent: str | None = None,
-) -> Plan:
-    """Observe the skills and instructions of every active checkout and add both
-    segments to the memory ``plan`` ([G6]).  ``agent`` limits the instruction targets to
-    that agent's ([A3])."""
-    from aikito_mem.config.registry import load_registry
-    from aikito_mem.planner.project import add_segments
-    from aikito_mem.world.agent_skills import agent_skills_views, planned_dirs
-
-    workspace = plan.workspace
-    registry = load_registry(workspace)
-    targets = registry.targets if agent is None else registry.targets_for(agent)
-    skill_dirs = planned_dirs(registry, agent)
-    detect_dirs = Detection(registry, environ, home)
-    agent_views: dict[str, tuple[AgentSkillsView, ...]] = {}
-    resolved = resolve_skills(skills, workspace, observer)
-    source = instruction_source(workspace, plan.project, observer)
-    detect = Detection(registry, environ, home)
-    skill_views: dict[str, SkillsView] = {}
-    instr_views: dict[str, InstructionsView] = {}
-    agents: dict[str, Observed] = {}
-    for view in views:
-        if view.state is not CheckoutState.ACTIVE or view.root.kind is not Kind.DIR:
-            continue
-        agents[view.path] = view.agents
-        skill_views[view.path] = skills_view(view.path, view.agents, observer)
-        instr_views[view.path] = instructions_view(view.path, view.agents, targets, detect,
-                                                   observer)
-        if skill_dirs:
-            agent_views[view.path] = agent_skills_views(view.path, skill_dirs, bool(skills),
-                                                        detect_dirs, observer)
-    tracked, git_findings = _tracked(plan, resolved, skill_views, source, instr_views,
-                                     agent_views)
-    return add_segments(
-        plan, skills=resolved, skill_views=skill_views, agents=agents, source=source,
-        targets=detect.planned(targets), instruction_views=instr_views, agent=agent,
-        tracked=tracked, git_findings=git_findings,
-        skill_dirs=detect_dirs.planned(skill_dirs), agent_views=agent_views,
-    )
-
-
 _OCCUPIED = (Kind.FILE, Kind.DIR)
 
 
 def occupied_targets(
-    plan: Plan,
+    views: tuple[CheckoutView, ...],
+    resources: ResourceSet,
     skills: tuple[Resource, ...],
     skill_views: Mapping[str, SkillsView],
     source: InstructionSource,
@@ -273,13 +225,17 @@ def occupied_targets(
     """Per active checkout, the targets of every segment occupied by a regular file or
     a directory (relative to the checkout): the only ones git is asked about ([L1])."""
     out: dict[str, list[str]] = {}
-    for op in plan.operations:  # memory: a desired target holding a file or directory
-        if (op.action is Action.CONFLICT and op.resource is not None
-                and op.observed.kind in _OCCUPIED):
-            out.setdefault(op.checkout, []).append(op.target[len(op.checkout) + 1:])
+    desired = [r.rel for r in resources.resources if not r.shadowed]
+    for view in views:  # memory: a desired target holding a file or directory
+        if view.state is not CheckoutState.ACTIVE or view.memory.kind is not Kind.DIR:
+            continue
+        entries = dict(view.entries)
+        for rel in desired:
+            if entries.get(rel, ABSENT).kind in _OCCUPIED:
+                out.setdefault(view.path, []).append(f"{MEMORY_DIR}/{rel}")
     selected = {res.name for res in skills}
-    for checkout, view in skill_views.items():
-        for name, obs in view.entries:
+    for checkout, view_ in skill_views.items():
+        for name, obs in view_.entries:
             if name in selected and obs.kind in _OCCUPIED:
                 out.setdefault(checkout, []).append(f"{SKILLS_DIR}/{name}")
     for checkout, aviews in (agent_views or {}).items():  # [N1]: each agent's directory
@@ -295,19 +251,13 @@ def occupied_targets(
     return out
 
 
-def _tracked(
-    plan: Plan,
-    skills: tuple[Resource, ...],
-    skill_views: Mapping[str, SkillsView],
-    source: InstructionSource,
-    instr_views: Mapping[str, InstructionsView],
-    agent_views: Mapping[str, tuple[AgentSkillsView, ...]] | None = None,
+def tracked_targets(
+    occupied: Mapping[str, list[str]],
 ) -> tuple[dict[str, frozenset[str]], tuple[Finding, ...]]:
     """[L1]: which occupied targets git tracks — one ``git ls-files -z`` per checkout
     with an occupied target, none otherwise (a warm sync starts no subprocess).  Outside
     a work tree nothing is tracked; git missing, failing or slow: nothing is tracked and
     one ``git.unavailable`` finding says so."""
-    occupied = occupied_targets(plan, skills, skill_views, source, instr_views, agent_views)
     if not occupied:  # nor does it import the git room and subprocess ([§12])
         return {}, ()
     from aikito_mem.world import git
@@ -324,52 +274,3 @@ def _tracked(
         elif isinstance(answer, frozenset):
             tracked[checkout] = frozenset(f"{checkout}/{rel}" for rel in answer)
     return tracked, tuple(findings)
-
-
-def differences(plan: Plan, environ: Mapping[str, str], home: str | None) -> list[str]:
-    """[E2]/[G7]: what changed, since ``plan`` was made, in what the skills and
-    instructions segments were planned from — the project instructions source (its state:
-    absent, empty, with content, unsafe; and its identity) and the agent registry (each
-    target's path and agents, and the detection the plan relied on).  A registry edit
-    that changes neither is not a difference ([G6])."""
-    from aikito_mem.config.registry import load_registry
-    from aikito_mem.errors import ConfigError
-
-    out: list[str] = []
-    recorded = plan.instructions
-    if recorded is None:
-        return out
-    live = instruction_source(plan.workspace, plan.project, Observer())
-    if live.state is not recorded.state:
-        out.append(f"project instructions {recorded.path} are now {live.state.value} "
-                   f"(were {recorded.state.value})")
-    else:
-        for rec_check, live_check in zip(recorded.checks, live.checks, strict=False):
-            a, b = rec_check.observed, live_check.observed
-            if (a.kind, a.literal) != (b.kind, b.literal) or (
-                    rec_check.identity and (a.dev, a.ino, a.gen) != (b.dev, b.ino, b.gen)):
-                out.append(f"project instructions {recorded.path} were replaced "
-                           f"(now {b.describe()}, was {a.describe()})")
-                break
-    try:
-        registry = load_registry(plan.workspace)
-    except ConfigError as exc:
-        out.append(f"the agent registry can no longer be loaded: {exc.message}")
-        return out
-    from aikito_mem.world import agent_skills
-
-    out.extend(agent_skills.differences(plan, registry, Detection(registry, environ, home)))
-    targets = registry.targets if plan.agent is None else registry.targets_for(plan.agent)
-    live_targets = [(t.path, t.agents) for t in targets]
-    planned_targets = [(t.rel, t.agents) for t in plan.instruction_targets]
-    if live_targets != planned_targets:
-        out.append("instruction targets of the agent registry changed "
-                   f"(now {live_targets or 'none'}, were {planned_targets or 'none'})")
-        return out
-    detect = Detection(registry, environ, home)
-    for target, planned in zip(targets, plan.instruction_targets, strict=True):
-        if planned.detected is not None and detect(target) is not planned.detected:
-            word = "detected" if planned.detected else "not detected"
-            out.append(f"agents of instruction target {target.path} "
-                       f"({', '.join(target.agents)}) were {word} when planned; no longer")
-    return out

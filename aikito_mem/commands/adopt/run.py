@@ -293,8 +293,8 @@ class _Run:
 
         signals.check()
         with signals.interruptible():
-            plan = Project.load(a.project, a.workspace, environ=environ).plan(
-                a.checkout, register=False)
+            project = Project.load(a.project, a.workspace, environ=environ)
+            plan = project.plan(a.checkout, register=False)
         own = next((op for op in plan.operations if op.target == a.target), None)
         if own is not None and own.action is Action.NOOP:
             self.steps[Step.LINK] = StepStatus.SKIPPED
@@ -307,7 +307,8 @@ class _Run:
                 differences=(f"target {a.target} is no longer a CREATE",))
         signals.check()
         try:
-            self.sync = execute(_only(plan, own), locks=locks)
+            self.sync = execute(_only(plan, own), locks=locks, environ=environ,
+                                config=project.config, home=project.home)
         except InterruptedError_ as exc:
             self.sync = exc.result if isinstance(exc.result, SyncResult) else None
             raise
