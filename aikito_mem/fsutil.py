@@ -78,8 +78,9 @@ def describe_mode(mode: int) -> str:
     return "an entry of unknown type"
 
 
-def sha256_hex(data: bytes) -> str:
-    """The sha256 hex digest of ``data``.
+def sha256_hasher(data: bytes = b"") -> Any:
+    """A fresh incremental sha256 object (``update`` / ``hexdigest``) fed ``data`` — the
+    one sha256 loader of the package.
 
     Uses CPython's built-in ``_sha256`` (3.11) / ``_sha2`` (3.12+) module when present:
     importing ``hashlib`` loads OpenSSL, about 3 ms of every start-up; the digest is the
@@ -92,7 +93,12 @@ def sha256_hex(data: bytes) -> str:
             from _sha2 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
         except ImportError:
             from hashlib import sha256  # type: ignore[assignment,unused-ignore]
-    return str(sha256(data).hexdigest())
+    return sha256(data)
+
+
+def sha256_hex(data: bytes) -> str:
+    """The sha256 hex digest of ``data``."""
+    return str(sha256_hasher(data).hexdigest())
 
 
 def read_regular(
@@ -334,16 +340,3 @@ def create_new(dir_fd: int, name: str, data: bytes) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(temp, dir_fd=dir_fd)
     fsync_dir(dir_fd)
-
-
-def sha256_hasher() -> Any:
-    """A fresh incremental sha256 object (``update`` / ``hexdigest``), from the same
-    implementation :func:`sha256_hex` uses — for content too large to hold in memory."""
-    try:
-        from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        try:
-            from _sha2 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
-        except ImportError:
-            from hashlib import sha256  # type: ignore[assignment,unused-ignore]
-    return sha256()

@@ -317,7 +317,13 @@ def _symlinked(dir_fd: int, name: str, config_path: str) -> ConfigError:
     )
 
 
-def _check_owner(dir_fd: int, st: os.stat_result, config_path: str) -> None:
+#: What a user can do instead of an edit aikito refuses to make, by edit.
+BY_HAND_REGISTER = "add the change to it by hand, or pass --no-register"
+BY_HAND_MEMORY = "add the reference to its `memory` list by hand"
+
+
+def _check_owner(dir_fd: int, st: os.stat_result, config_path: str,
+                 by_hand: str = BY_HAND_REGISTER) -> None:
     """Refuse (before any write) when the rewritten file could not keep its owner."""
     euid = os.geteuid()
     if euid == 0:
@@ -329,29 +335,31 @@ def _check_owner(dir_fd: int, st: os.stat_result, config_path: str) -> None:
             return
     raise ConfigError(
         f"cannot keep the owner and group ({st.st_uid}:{st.st_gid}) of {config_path} when "
-        f"rewriting it as user {euid}; expected a file this user owns — add the "
-        "change to it by hand, or pass --no-register",
+        f"rewriting it as user {euid}; expected a file this user owns — {by_hand}",
         code="config.register_failed", path=config_path,
     )
 
 
 def swap_config(
-    dir_fd: int, name: str, config_path: str, new: bytes, st: os.stat_result, old: bytes
+    dir_fd: int, name: str, config_path: str, new: bytes, st: os.stat_result, old: bytes,
+    by_hand: str = BY_HAND_REGISTER, before_rename: Callable[[], None] | None = None,
 ) -> None:
     """Replace ``name`` (in ``dir_fd``) with ``new``, iff it still holds exactly ``old``.
 
     ``st`` is the ``stat`` of the file ``old`` was read from: the new file keeps its
     permission bits and owner.  The temporary file is written and synced, the live bytes
     re-read, and the rename made only if they are still ``old`` (else
-    :class:`StalePlanError`, nothing written).  An I/O failure is an
-    :class:`ExecutionError` saying whether the file was replaced.
+    :class:`StalePlanError`, nothing written) — and ``before_rename`` (if any) returns.
+    An I/O failure is an :class:`ExecutionError` saying whether the file was replaced.
     """
-    _check_owner(dir_fd, st, config_path)
+    _check_owner(dir_fd, st, config_path, by_hand)
 
     def unchanged() -> None:
         live, _ = _read(dir_fd, name, config_path)
         if live != old:
             raise _stale(config_path)
+        if before_rename is not None:
+            before_rename()
 
     signals.check()
     try:
@@ -405,6 +413,36 @@ def register_checkout(config_path: str, path: str, *, expected_sha256: str) -> N
         if fsutil.sha256_hex(data) != expected_sha256.lower().removeprefix("sha256:"):
             raise _stale(config_path)
         swap_config(dir_fd, name, config_path, _edited(data, config_path, path), st, data)
+    finally:
+        os.close(dir_fd)
+
+
+def replace_config(config_path: str, old: bytes, new: bytes, *,
+                   by_hand: str = BY_HAND_MEMORY,
+                   before_rename: Callable[[], None] | None = None) -> bool:
+    """Replace ``agent.toml``'s bytes ``old`` by ``new`` through :func:`swap_config` (the
+    one compare-and-swap writer: owner kept or refused, live bytes re-read just before
+    the rename).  ``False``, nothing written, when the live bytes are not ``old``."""
+    dir_fd, name = _open_parent(config_path)
+    try:
+        live, st = _read(dir_fd, name, config_path)
+        if live != old:
+            return False
+        try:
+            swap_config(dir_fd, name, config_path, new, st, old, by_hand, before_rename)
+        except StalePlanError:
+            return False
+        return True
+    finally:
+        os.close(dir_fd)
+
+
+def check_rewritable(config_path: str, *, by_hand: str = BY_HAND_MEMORY) -> None:
+    """Refuse, writing nothing, an ``agent.toml`` that :func:`replace_config` could not
+    rewrite with its owner kept (checked before anything else is changed)."""
+    dir_fd, name = _open_parent(config_path)
+    try:
+        _check_owner(dir_fd, _read(dir_fd, name, config_path)[1], config_path, by_hand)
     finally:
         os.close(dir_fd)
 

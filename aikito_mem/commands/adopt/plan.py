@@ -279,6 +279,10 @@ def _read_config(config: ProjectConfig, target: str, edit: bool) -> bytes:
         raise AdoptFailed(f"{config.config_path} changed while being read; nothing was "
                           "written — run again", code="stale", content_at=target,
                           exit_code=EXIT_STALE, outcome="stale")
+    if edit:
+        from aikito_mem.config.edit import check_rewritable
+
+        check_rewritable(config.config_path)  # its owner kept, or refused before any move
     return data
 
 

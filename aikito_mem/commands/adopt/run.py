@@ -47,6 +47,7 @@ from aikito_mem.commands.adopt.plan import (
     StepResult,
     StepStatus,
 )
+from aikito_mem.config.edit import replace_config
 from aikito_mem.errors import (
     EXIT_FAILED,
     EXIT_OK,
@@ -62,10 +63,6 @@ if TYPE_CHECKING:
     from aikito_mem.executor.lock import Locks
 
 __all__ = ["adopt"]
-
-
-class _Changed(Exception):
-    """agent.toml changed between the read and the rename (compare-and-swap)."""
 
 
 def _cause(exc: BaseException) -> str:
@@ -243,10 +240,11 @@ class _Run:
         from aikito_mem.config.discovery import home_directory
 
         signals.check()
-        directory, name = os.path.split(a.config_path)
+        directory = os.path.dirname(a.config_path)
         old, new = a.config_bytes, a.new_config
         for _attempt in range(3):
-            if self._swap(directory, name, old, new):
+            # A signal stops the edit before its rename ([E5]).
+            if replace_config(a.config_path, old, new, before_rename=signals.check):
                 self.written = (old, new)
                 self.steps[Step.REGISTER] = StepStatus.APPLIED
                 return
@@ -260,30 +258,6 @@ class _Run:
             new, _parsed = adopt_plan.edited_config(config, old, a.reference, home)
         raise StalePlanError(f"{a.config_path} kept changing while adopt tried to update it",
                              differences=(f"agent.toml changed: {a.config_path}",))
-
-    @staticmethod
-    def _swap(directory: str, name: str, old: bytes, new: bytes) -> bool:
-        """Replace ``old`` by ``new``; ``False`` (nothing written) when the live bytes are
-        not ``old``."""
-        dir_fd = fsutil.open_dir(directory)
-        try:
-            live, st = fsutil.read_regular(name, dir_fd=dir_fd)
-            if live != old:
-                return False
-
-            def unchanged() -> None:
-                if fsutil.read_regular(name, dir_fd=dir_fd)[0] != old:
-                    raise _Changed
-                signals.check()
-
-            try:
-                fsutil.atomic_replace(dir_fd, name, new, mode=st.st_mode,
-                                      owner=(st.st_uid, st.st_gid), before_rename=unchanged)
-            except _Changed:
-                return False
-            return True
-        finally:
-            os.close(dir_fd)
 
     # -- 5: link ----------------------------------------------------------------------
 
@@ -327,9 +301,8 @@ class _Run:
         listed = False
         if self.written is not None:
             old, new = self.written
-            directory, name = os.path.split(a.config_path)
             try:
-                if not self._swap(directory, name, new, old):
+                if not replace_config(a.config_path, new, old, before_rename=signals.check):
                     raise OSError(errno.ESTALE, "it was changed by someone else meanwhile")
                 self.steps[Step.REGISTER] = StepStatus.UNDONE
                 notes.append(f"{a.reference!r} was removed from the memory list again")
