@@ -19,11 +19,7 @@ from aikito_mem.config.discovery import (
     home_directory,
     resolve_workspace,
 )
-from aikito_mem.config.projects import (
-    find_checkouts,
-    load_project_config,
-    read_config_bytes,
-)
+from aikito_mem.config.projects import find_checkouts, load_project_config, read_config_bytes
 from aikito_mem.errors import ConfigError, ConflictError, ProjectPrepareConflictError
 from aikito_mem.executor.execute import execute, planned_result
 from aikito_mem.executor.lock import DEFAULT_TIMEOUT, Locks, check_timeout
@@ -167,7 +163,7 @@ class Project:
         given = _checkouts.given_path(path)
         if not register or registered:
             return (slot,), given, None
-        from aikito_mem.config.edit import plan_registration  # tomlkit: only to register
+        from aikito_mem.config.write import plan_registration  # tomlkit: only to register
 
         reg = plan_registration(self.config, given, slot.path, home=self._home(),
                                 observer=observer)

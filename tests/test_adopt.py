@@ -315,17 +315,17 @@ def test_an_identical_copy_that_changes_before_its_removal_is_kept(
 
 def test_an_owner_that_cannot_be_kept_refuses_before_anything_moves(
         ws: WS, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """adopt rewrites agent.toml through config/edit's compare-and-swap, whose owner check
+    """adopt rewrites agent.toml through config/write's compare-and-swap, whose owner check
     refuses a file the user could not give back its owner — at validation, before the
     content is moved."""
-    from aikito_mem.config import edit
+    from aikito_mem.config import write
 
     root, co = make(ws)
     (rt(co) / "g.md").write_text("g\n")
     config = root / "projects" / "demo" / "agent.toml"
     os.chown(config, 4242, 4242)
     before = snapshot(tmp_path)
-    monkeypatch.setattr(edit.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(write.os, "geteuid", lambda: 1000)
     res = cli_adopt(root, str(rt(co) / "g.md"), "--json")
     d = json.loads(res.stdout)
     assert res.exit_code == 4 and d["error"]["code"] == "config.register_failed", d
@@ -338,7 +338,7 @@ def test_the_register_step_writes_through_the_compare_and_swap(
         ws: WS, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The owner check runs again at the write (an owner changed after validation): the
     register step fails, the content is moved back, agent.toml is untouched."""
-    from aikito_mem.config import edit
+    from aikito_mem.config import write
 
     root, co = make(ws)
     (rt(co) / "g.md").write_text("g\n")
@@ -352,7 +352,7 @@ def test_the_register_step_writes_through_the_compare_and_swap(
         calls.append(1)
         if len(calls) == 2:  # validated, locked, validated again: now the owner changes
             os.chown(config, 4242, 4242)
-            monkeypatch.setattr(edit.os, "geteuid", lambda: 1000)
+            monkeypatch.setattr(write.os, "geteuid", lambda: 1000)
         return out
 
     monkeypatch.setattr(adopt_plan, "validate", owner_changes)

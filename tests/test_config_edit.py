@@ -16,14 +16,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aikito_mem import fsutil
-from aikito_mem.config import edit as config_edit
 from aikito_mem.config import toml_layout
+from aikito_mem.config import write as config_write
 from aikito_mem.config.edit import (
     add_checkout_path,
     add_memory_reference,
-    register_checkout,
     toml_basic_string,
 )
+from aikito_mem.config.write import register_checkout
 from aikito_mem.errors import ConfigError, ExecutionError, StalePlanError
 from tests.helpers.cli import imported_modules
 from tests.helpers.snapshots import snapshot
@@ -676,13 +676,13 @@ def test_change_between_read_and_rename_is_stale(
     config = write_config(tmp_path)
     data = config.read_bytes()
     edited = data + b"# edited meanwhile\n"
-    real = config_edit.add_checkout_path
+    real = config_write.add_checkout_path
 
     def racing(text: str, path: str, **kwargs: Any) -> str:
         config.write_bytes(edited)
         return real(text, path, **kwargs)
 
-    monkeypatch.setattr(config_edit, "add_checkout_path", racing)
+    monkeypatch.setattr(config_write, "add_checkout_path", racing)
     with pytest.raises(StalePlanError):
         register_checkout(str(config), P, expected_sha256=sha(data))
     assert config.read_bytes() == edited
@@ -729,7 +729,7 @@ def test_write_failure_removes_temp_and_keeps_file(
     def fail(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(config_edit.os, failing, fail)
+    monkeypatch.setattr(config_write.os, failing, fail)
     with pytest.raises(ExecutionError) as info:
         register_checkout(str(config), P, expected_sha256=sha(data))
     monkeypatch.undo()
@@ -748,7 +748,7 @@ def test_temp_file_name_and_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         seen.append((str(path), flags))
         return real_open(path, flags, *args, **kwargs)
 
-    monkeypatch.setattr(config_edit.os, "open", spy)
+    monkeypatch.setattr(config_write.os, "open", spy)
     register_checkout(str(config), P, expected_sha256=sha(config.read_bytes()))
     temps = [(p, f) for p, f in seen if p.endswith(".tmp")]
     assert len(temps) == 1
@@ -841,9 +841,9 @@ def test_owner_that_cannot_be_kept_is_refused_before_any_write(
     data = config.read_bytes()
     os.chown(config, 4242, 4242)
     before = snapshot(tmp_path)
-    monkeypatch.setattr(config_edit.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(config_write.os, "geteuid", lambda: 1000)
     for attempt in (
-        lambda: config_edit.check_registration(str(config), P),
+        lambda: config_write.check_registration(str(config), P),
         lambda: register_checkout(str(config), P, expected_sha256=sha(data)),
     ):
         with pytest.raises(ConfigError) as info:
@@ -858,10 +858,10 @@ def test_owner_kept_when_the_user_owns_the_file(
 ) -> None:
     config = write_config(tmp_path)
     st_before = config.stat()
-    monkeypatch.setattr(config_edit.os, "geteuid", lambda: st_before.st_uid or 1000)
+    monkeypatch.setattr(config_write.os, "geteuid", lambda: st_before.st_uid or 1000)
     if st_before.st_uid == 0:
         os.chown(config, 1000, os.getegid())
-    assert P in config_edit.check_registration(str(config), P).decode()
+    assert P in config_write.check_registration(str(config), P).decode()
 
 
 # -- planning a registration ([E9], [K4]) -------------------------------------------------
@@ -882,7 +882,7 @@ def test_owner_kept_when_the_user_owns_the_file(
     ],
 )
 def test_registered_form(path: str, home: str | None, written: str) -> None:
-    assert config_edit.registered_form(path, home) == written
+    assert config_write.registered_form(path, home) == written
     if written.startswith("~"):
         from aikito_mem.config.discovery import expand_home
 
@@ -892,7 +892,7 @@ def test_registered_form(path: str, home: str | None, written: str) -> None:
 def test_check_registration_returns_the_bytes_the_registration_writes(tmp_path: Path) -> None:
     config = write_config(tmp_path)
     before = snapshot(tmp_path)
-    planned = config_edit.check_registration(str(config), P)
+    planned = config_write.check_registration(str(config), P)
     assert snapshot(tmp_path) == before
     register_checkout(str(config), P, expected_sha256=sha(config.read_bytes()))
     assert config.read_bytes() == planned
@@ -903,14 +903,14 @@ def test_check_registration_refuses_what_the_registration_refuses(tmp_path: Path
     real.write_text(CONFIG)
     (tmp_path / "agent.toml").symlink_to(real)
     with pytest.raises(ConfigError) as info:
-        config_edit.check_registration(str(tmp_path / "agent.toml"), P)
+        config_write.check_registration(str(tmp_path / "agent.toml"), P)
     assert "symlink" in info.value.message and "real.toml" in info.value.message
     with pytest.raises(ConfigError):
-        config_edit.check_registration(str(tmp_path / "missing" / "agent.toml"), P)
+        config_write.check_registration(str(tmp_path / "missing" / "agent.toml"), P)
     with pytest.raises(ConfigError):
-        config_edit.check_registration(str(tmp_path / "gone.toml"), P)
+        config_write.check_registration(str(tmp_path / "gone.toml"), P)
     with pytest.raises(ConfigError) as info:
-        config_edit.check_registration(str(real), os.fsdecode(b"/srv/\xff"))
+        config_write.check_registration(str(real), os.fsdecode(b"/srv/\xff"))
     assert "not valid Unicode" in info.value.message
 
 

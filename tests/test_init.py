@@ -17,11 +17,11 @@ from aikito_mem.commands.init.run import (
     InitStatus,
     init_project,
     init_workspace,
-    text_lines,
 )
 from aikito_mem.config.catalogue import load_catalogue
 from aikito_mem.config.discovery import resolve_workspace
 from aikito_mem.errors import ConfigError
+from aikito_mem.render.init import json_document, text_lines
 from tests.helpers.snapshots import snapshot
 
 
@@ -542,7 +542,7 @@ def test_prepare_knows_the_default_agents(home: str) -> None:
 
 def test_json_document(home: str) -> None:
     report = init_workspace(dry_run=True, environ=env(home))
-    doc = report.to_json()
+    doc = json_document(report, None, command="workspace", dry_run=True)
     assert doc["schema"] == "aikito.init/1" and doc["command"] == "workspace"
     assert doc["outcome"] == "planned" and doc["dry_run"] is True
     assert doc["summary"] == {"created": 0, "existed": 0, "planned": len(report.entries)}

@@ -62,10 +62,6 @@ class AikitoGroup(FullSummaries):
             name = f"aikito_mem.cli.{module}"
             __import__(name)  # the interpreter's own import: ``-X importtime`` reports it
             command = getattr(sys.modules[name], attr)
-            if command.epilog is None and cmd_name in EPILOGS:
-                # These commands' modules belong to their engines' rooms; every command's
-                # help shows an example, so theirs are given here.
-                command.epilog = EPILOGS[cmd_name]
             self.add_command(command, cmd_name)
         return command
 
@@ -120,18 +116,6 @@ Shell completion (bash; zsh and fish: see the README):
   eval "$(_AIKITO_COMPLETE=bash_source aikito)"
 """
 
-APPLY_EPILOG = """\b
-Example:
-  aikito sync project demo --dry-run --out plan.toml   # review it, then:
-  aikito apply plan.toml
-"""
-
-ADOPT_EPILOG = """\b
-Examples:
-  aikito adopt ~/code/demo/.agents/memory/style.md --dry-run
-  aikito adopt ~/code/demo/.agents/memory/style.md
-"""
-
 
 @click.group(cls=AikitoGroup, epilog=ROOT_EPILOG,
              context_settings={"help_option_names": ["-h", "--help"],
@@ -150,7 +134,6 @@ def cli(ctx: click.Context, workspace: str | None) -> None:
     ctx.obj = {"workspace": workspace}
 
 
-EPILOGS = {"apply": APPLY_EPILOG, "adopt": ADOPT_EPILOG}
 
 
 def main() -> None:

@@ -49,7 +49,14 @@ class AdoptView:
         return report.ended_by(error)
 
 
-@click.command("adopt")
+ADOPT_EPILOG = """\b
+Examples:
+  aikito adopt ~/code/demo/.agents/memory/style.md --dry-run
+  aikito adopt ~/code/demo/.agents/memory/style.md
+"""
+
+
+@click.command("adopt", epilog=ADOPT_EPILOG)
 @click.argument("target")
 @click.option("--project", metavar="NAME", default=None,
               help="The project, when the checkout is registered for several.")

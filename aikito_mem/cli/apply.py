@@ -19,7 +19,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from aikito_mem.outcome import SyncReport
 
 
-@click.command("apply")
+APPLY_EPILOG = """\b
+Example:
+  aikito sync project demo --dry-run --out plan.toml   # review it, then:
+  aikito apply plan.toml
+"""
+
+
+@click.command("apply", epilog=APPLY_EPILOG)
 @click.argument("planfile", shell_complete=complete.files)
 @json_option("aikito.sync/2")
 @lock_timeout_option

@@ -1,11 +1,12 @@
 """``aikito init [PATH]`` and ``aikito init project NAME [CHECKOUT]`` (docs/commands.md).
 
-A thin layer over the engine of :mod:`aikito_mem.commands.init.run`: it parses the arguments, runs
+A thin layer over the engine of :mod:`aikito_mem.commands.init.run`, like every command
+(``cli/X`` → engine → ``render/X``): it parses the arguments, runs
 :func:`~aikito_mem.commands.init.run.init_workspace` or
-:func:`~aikito_mem.commands.init.run.init_project` inside
-the one error handler, and renders the :class:`~aikito_mem.commands.init.report.InitReport` — the
-``aikito.init/1`` document under ``--json`` (with ``exit_code`` and ``error`` added, as
-every document has), else :func:`~aikito_mem.commands.init.report.text_lines`.
+:func:`~aikito_mem.commands.init.run.init_project` inside the one error handler, and
+hands the :class:`~aikito_mem.commands.init.report.InitReport` to
+:mod:`aikito_mem.render.init` — the ``aikito.init/1`` document under ``--json``, else
+text lines.
 
 ``init`` is a group whose first argument is either the subcommand ``project`` or the
 workspace PATH (so a workspace in a directory named ``project`` is written
@@ -16,7 +17,7 @@ Imports only ``click`` at start-up: the engine is imported inside the command.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import click
 
@@ -68,47 +69,23 @@ class InitView:
             return result  # already ended by the signal
         return InitResult(result.report, error)
 
-    def document(self, result: InitResult) -> dict[str, Any]:
-        """The ``aikito.init/1`` document, errors included."""
-        from aikito_mem.render.text import error_json
-
-        report, error = result
-        if report is not None:
-            doc = report.to_json()
-        else:
-            doc = {
-                "schema": SCHEMA, "command": self.command, "workspace": None,
-                "found_via": None, "dry_run": self.dry_run, "outcome": None,
-                "project": self.project, "checkout": None, "registered_as": None,
-                "pointer": None, "summary": {"created": 0, "existed": 0, "planned": 0},
-                "entries": [], "findings": [],
-            }
-        if error is not None:
-            doc["outcome"] = error.outcome
-        doc["exit_code"] = result.exit_code
-        doc["error"] = error_json(error) if error is not None else None
-        return doc
-
     def render(self, result: InitResult) -> Output:
-        from aikito_mem.commands.init.report import InitStatus, text_lines
         from aikito_mem.config.discovery import home_directory
+        from aikito_mem.render.init import json_document, stopped_lines, text_lines
         from aikito_mem.render.text import Display, Output, error_lines, printable
 
-        if self.as_json:
-            return Output(result.exit_code, document=self.document(result))
         report, error = result
+        if self.as_json:
+            return Output(result.exit_code, document=json_document(
+                report, error, command=self.command, dry_run=self.dry_run,
+                project=self.project))
         home = home_directory()
         if error is None:
             assert report is not None
             lines = [printable(line) for line in text_lines(report, home=home)]
             return Output(0, lines=tuple(lines))
-        lines = []
-        if report is not None and report.count(InitStatus.CREATED):
-            # What a failed or interrupted run did write: the rest was not created.
-            done = [line for line in text_lines(report, home=home)
-                    if line.lstrip().startswith("created ")]
-            lines = ["Created before stopping:", *(printable(line) for line in done)]
-        return Output(result.exit_code, lines=tuple(lines),
+        return Output(result.exit_code,
+                      lines=tuple(printable(line) for line in stopped_lines(report, home=home)),
                       errors=error_lines(error, Display()))
 
 

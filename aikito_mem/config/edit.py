@@ -1,4 +1,4 @@
-"""Format-preserving edits of ``agent.toml`` and their compare-and-swap ([K4], §11).
+"""Format-preserving edits of ``agent.toml`` ([K4], §11): text in, text out.
 
 Two pure edits, text in → text out:
 
@@ -19,44 +19,28 @@ drop a trailing comma).  A ``tomlkit`` release that changed what that module rel
 caught by the re-parse check (a refusal, never a wrong file) and by the byte-preservation
 tests.
 
-:func:`register_checkout` applies the edit as a compare-and-swap on the file, through
-:mod:`aikito_mem.fsutil`: the live bytes (read without following a symlink) must still
-hash to what the plan recorded; the new bytes go to a temporary file in the same directory
-(same permission bits and owner, fsynced) that is renamed over ``agent.toml`` only if a
-last re-read still finds the compared bytes.  :func:`plan_registration` makes, at planning
-time, every check the registration will make ([E9]), so a dry run, ``--check`` and the real
-run refuse alike.  The caller holds the checkout lock; this module takes none.
+The edited text is written by :mod:`aikito_mem.config.write`, the one compare-and-swap
+writer of ``agent.toml``.
 """
 
 from __future__ import annotations
 
-import errno
-import os
-import stat
 import tomllib
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from aikito_mem import fsutil, signals
 from aikito_mem.config import toml_layout
-from aikito_mem.errors import ConfigError, ExecutionError, StalePlanError
+from aikito_mem.errors import ConfigError
 
 if TYPE_CHECKING:
     from tomlkit.container import Container
 
-    from aikito_mem.model import ProjectConfig
-    from aikito_mem.world.observe import Observer
-
 __all__ = [
     "add_checkout_path",
     "add_memory_reference",
-    "check_registration",
     "memory_edit_failed",
-    "plan_registration",
-    "register_checkout",
-    "registered_form",
-    "swap_config",
+    "register_failed",
     "toml_basic_string",
 ]
 
@@ -68,7 +52,7 @@ _Change = Callable[["Container", str], None]
 # Errors
 
 
-def _failed(filename: str, path: str, why: str) -> ConfigError:
+def register_failed(filename: str, path: str, why: str) -> ConfigError:
     return ConfigError(
         f"could not register checkout {path!r} in {filename}: {why}; add it by hand "
         f"to the `paths` list (or table) of {filename} and run the sync again, "
@@ -198,7 +182,7 @@ def add_checkout_path(text: str, path: str, *, filename: str = "agent.toml") -> 
     """
 
     def fail(why: str) -> ConfigError:
-        return _failed(filename, path, why)
+        return register_failed(filename, path, why)
 
     element = _element(path, fail)
     return _edit(text, lambda data: _checkout_plan(data, path, element), fail)
@@ -262,267 +246,3 @@ def _checkout_plan(
         return expected, partial(toml_layout.path_to_paths, element=element)
     expected["paths"] = [path]
     return expected, partial(toml_layout.insert_root_line, line=f"paths = [{element}]")
-
-
-# ---------------------------------------------------------------------------------------
-# Reading and replacing the file
-
-
-def _stale(config_path: str, why: str = "") -> StalePlanError:
-    difference = f"agent.toml changed since planning: {config_path}"
-    return StalePlanError(
-        f"{difference}{why} — nothing was written; run the sync again to plan against it",
-        differences=(difference,),
-    )
-
-
-def _read(dir_fd: int, name: str, config_path: str) -> tuple[bytes, os.stat_result]:
-    """The bytes and ``fstat`` of ``agent.toml``: a regular file, never through a symlink."""
-    try:
-        return fsutil.read_regular(name, dir_fd=dir_fd)
-    except FileNotFoundError:
-        raise _stale(config_path, " (it no longer exists)") from None
-    except fsutil.NotRegularFileError as exc:
-        raise ConfigError(
-            f"cannot register a checkout in {config_path}: it is "
-            f"{fsutil.describe_mode(exc.st.st_mode)}; expected a regular file — replace it "
-            "with a regular file, or pass --no-register",
-            code="config.register_failed", path=config_path,
-        ) from None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise _symlinked(dir_fd, name, config_path) from None
-        if isinstance(exc, fsutil.FileTooLargeError):
-            raise ConfigError(
-                f"cannot register a checkout in {config_path}: it is {exc.strerror}; "
-                "expected a small text file — add the checkout path by hand, or pass "
-                "--no-register", code="config.register_failed", path=config_path,
-            ) from None
-        raise ExecutionError(
-            f"cannot read {config_path}: {exc.strerror or exc}", path=config_path
-        ) from None
-
-
-def _symlinked(dir_fd: int, name: str, config_path: str) -> ConfigError:
-    try:
-        target = f" (to {os.readlink(name, dir_fd=dir_fd)!r})"
-    except OSError:
-        target = ""
-    return ConfigError(
-        f"cannot register a checkout in {config_path}: it is a symlink{target}, and "
-        "registration replaces agent.toml by renaming a new file over it, which would "
-        "replace the link itself; expected a regular file — add the checkout path to "
-        "`paths` in the file the link points to by hand, or pass --no-register",
-        code="config.register_failed", path=config_path,
-    )
-
-
-#: What a user can do instead of an edit aikito refuses to make, by edit.
-BY_HAND_REGISTER = "add the change to it by hand, or pass --no-register"
-BY_HAND_MEMORY = "add the reference to its `memory` list by hand"
-
-
-def _check_owner(dir_fd: int, st: os.stat_result, config_path: str,
-                 by_hand: str = BY_HAND_REGISTER) -> None:
-    """Refuse (before any write) when the rewritten file could not keep its owner."""
-    euid = os.geteuid()
-    if euid == 0:
-        return
-    if st.st_uid == euid:
-        directory = os.fstat(dir_fd)
-        inherited = directory.st_gid if directory.st_mode & stat.S_ISGID else os.getegid()
-        if st.st_gid in (inherited, os.getegid(), *os.getgroups()):
-            return
-    raise ConfigError(
-        f"cannot keep the owner and group ({st.st_uid}:{st.st_gid}) of {config_path} when "
-        f"rewriting it as user {euid}; expected a file this user owns — {by_hand}",
-        code="config.register_failed", path=config_path,
-    )
-
-
-def swap_config(
-    dir_fd: int, name: str, config_path: str, new: bytes, st: os.stat_result, old: bytes,
-    by_hand: str = BY_HAND_REGISTER, before_rename: Callable[[], None] | None = None,
-) -> None:
-    """Replace ``name`` (in ``dir_fd``) with ``new``, iff it still holds exactly ``old``.
-
-    ``st`` is the ``stat`` of the file ``old`` was read from: the new file keeps its
-    permission bits and owner.  The temporary file is written and synced, the live bytes
-    re-read, and the rename made only if they are still ``old`` (else
-    :class:`StalePlanError`, nothing written) — and ``before_rename`` (if any) returns.
-    An I/O failure is an :class:`ExecutionError` saying whether the file was replaced.
-    """
-    _check_owner(dir_fd, st, config_path, by_hand)
-
-    def unchanged() -> None:
-        live, _ = _read(dir_fd, name, config_path)
-        if live != old:
-            raise _stale(config_path)
-        if before_rename is not None:
-            before_rename()
-
-    signals.check()
-    try:
-        fsutil.atomic_replace(dir_fd, name, new, mode=stat.S_IMODE(st.st_mode),
-                              owner=(st.st_uid, st.st_gid), before_rename=unchanged)
-    except OSError as exc:
-        try:
-            replaced = fsutil.read_regular(name, dir_fd=dir_fd)[0] == new
-        except OSError:
-            replaced = False
-        state = ("it was rewritten but could not be synced to disk" if replaced
-                 else "it was left unchanged")
-        raise ExecutionError(
-            f"cannot write {config_path}: {exc.strerror or exc}; {state}", path=config_path
-        ) from None
-
-
-def _open_parent(config_path: str) -> tuple[int, str]:
-    directory, name = os.path.split(config_path)
-    try:
-        return fsutil.open_dir(directory), name
-    except FileNotFoundError:
-        raise _stale(config_path, " (its directory no longer exists)") from None
-    except OSError as exc:
-        raise ExecutionError(
-            f"cannot open the directory of {config_path}: {exc.strerror}", path=config_path
-        ) from None
-
-
-def _edited(data: bytes, config_path: str, path: str) -> bytes:
-    """``agent.toml``'s bytes with ``path`` registered (every check of the edit)."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise _failed(config_path, path, "the file is not valid UTF-8") from None
-    return add_checkout_path(text, path, filename=config_path).encode("utf-8")
-
-
-def register_checkout(config_path: str, path: str, *, expected_sha256: str) -> None:
-    """Register ``path`` in ``config_path`` iff its bytes still hash to ``expected_sha256``.
-
-    Raises :class:`StalePlanError` (nothing written) when the live bytes differ or the file
-    is gone, :class:`ConfigError` ``config.register_failed`` when the edit cannot be made
-    safely (symlinked or non-regular file, invalid UTF-8, unsupported layout, owner not
-    preservable), and :class:`ExecutionError` on an I/O failure.  The caller holds the
-    checkout lock.
-    """
-    dir_fd, name = _open_parent(config_path)
-    try:
-        data, st = _read(dir_fd, name, config_path)
-        if fsutil.sha256_hex(data) != expected_sha256.lower().removeprefix("sha256:"):
-            raise _stale(config_path)
-        swap_config(dir_fd, name, config_path, _edited(data, config_path, path), st, data)
-    finally:
-        os.close(dir_fd)
-
-
-def replace_config(config_path: str, old: bytes, new: bytes, *,
-                   by_hand: str = BY_HAND_MEMORY,
-                   before_rename: Callable[[], None] | None = None) -> bool:
-    """Replace ``agent.toml``'s bytes ``old`` by ``new`` through :func:`swap_config` (the
-    one compare-and-swap writer: owner kept or refused, live bytes re-read just before
-    the rename).  ``False``, nothing written, when the live bytes are not ``old``."""
-    dir_fd, name = _open_parent(config_path)
-    try:
-        live, st = _read(dir_fd, name, config_path)
-        if live != old:
-            return False
-        try:
-            swap_config(dir_fd, name, config_path, new, st, old, by_hand, before_rename)
-        except StalePlanError:
-            return False
-        return True
-    finally:
-        os.close(dir_fd)
-
-
-def check_rewritable(config_path: str, *, by_hand: str = BY_HAND_MEMORY) -> None:
-    """Refuse, writing nothing, an ``agent.toml`` that :func:`replace_config` could not
-    rewrite with its owner kept (checked before anything else is changed)."""
-    dir_fd, name = _open_parent(config_path)
-    try:
-        _check_owner(dir_fd, _read(dir_fd, name, config_path)[1], config_path, by_hand)
-    finally:
-        os.close(dir_fd)
-
-
-# ---------------------------------------------------------------------------------------
-# Planning a registration ([K4], [E9])
-
-
-def registered_form(path: str, home: str | None) -> str:
-    """How checkout ``path`` (absolute) is written to ``agent.toml``: ``~/REL`` when it is
-    under the home directory ``home``, so one ``agent.toml`` serves every machine; the
-    absolute path otherwise.  ``~/REL`` expands back to exactly ``path`` ([K1])."""
-    if home and os.path.isabs(home):
-        base = home.rstrip("/")
-        if base and path == base:
-            return "~"
-        if base and path.startswith(base + "/"):
-            return "~/" + path[len(base) + 1 :]
-    return path
-
-
-def check_registration(config_path: str, path: str) -> bytes:
-    """Every check :func:`register_checkout` will make, without writing ([E9]).
-
-    ``agent.toml`` is read as the registration will read it (a regular file, never through
-    a symlink), decoded, edited with ``path`` and re-parsed, and its owner checked; the
-    edited bytes are returned.  Raises what the registration would raise.
-    """
-    try:
-        dir_fd, name = _open_parent(config_path)
-    except StalePlanError:
-        raise _vanished(config_path) from None
-    try:
-        data, st = _read(dir_fd, name, config_path)
-        new = _edited(data, config_path, path)
-        _check_owner(dir_fd, st, config_path)
-        return new
-    except StalePlanError:
-        raise _vanished(config_path) from None
-    finally:
-        os.close(dir_fd)
-
-
-def _vanished(config_path: str) -> ConfigError:
-    return ConfigError(
-        f"{config_path} disappeared while the registration was being planned; expected "
-        "the project's agent.toml — run the sync again",
-        code="config.register_failed", path=config_path,
-    )
-
-
-def plan_registration(config: ProjectConfig, given: str, physical: str, *,
-                      home: str | None, observer: Observer) -> str:
-    """The string a sync of the unregistered checkout ``given`` will add to
-    ``agent.toml``, after every check the registration makes ([K4], [E9]).
-
-    ``physical`` is ``given`` resolved.  A checkout inside, or containing, an active
-    checkout of the same project is refused (its sync would nest one ``.agents`` tree in
-    another); then :func:`check_registration` runs on the value :func:`registered_form`
-    gives.  Raises :class:`ConfigError` (nothing written, exit 4) — the same error the
-    real run raises, so a dry run, ``--check`` and the sync agree.
-    """
-    from aikito_mem.model import CheckoutState
-    from aikito_mem.world import checkouts
-
-    for slot in checkouts.slots(config, observer, home=home or ""):
-        if slot.state is not CheckoutState.ACTIVE or slot.path == physical:
-            continue
-        inside = physical.startswith(slot.path.rstrip("/") + "/")
-        if inside or slot.path.startswith(physical.rstrip("/") + "/"):
-            where = "inside" if inside else "contains"
-            raise ConfigError(
-                f"cannot register {given}: it {'is ' * inside}{where} checkout {slot.path} "
-                f"(label {slot.label!r}) of project {config.name!r}, listed in "
-                f"{config.config_path}; expected a directory that is neither inside nor "
-                f"around a registered checkout — sync that checkout instead (aikito sync "
-                f"project {config.name} {slot.path}), or pass --no-register to sync "
-                f"{given} once without registering it",
-                code="config.checkout_nested", path=config.config_path,
-            )
-    value = registered_form(given, home)
-    check_registration(config.config_path, value)
-    return value

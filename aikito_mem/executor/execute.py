@@ -376,7 +376,7 @@ def _apply(plan: Plan, locks: Locks) -> SyncResult:
         return result("interrupted", False)
 
     if plan.register is not None:
-        from aikito_mem.config.edit import register_checkout
+        from aikito_mem.config.write import register_checkout
 
         _stop_if_signalled(interrupted, "nothing was written (agent.toml not registered) — "
                            "run the sync again")

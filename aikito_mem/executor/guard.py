@@ -247,7 +247,7 @@ def _refusals(plan: Plan, environ: Mapping[str, str] | None, known: ProjectConfi
         yield (f"the plan names {plan.config_path!r} as the project's agent.toml; expected "
                f"{config.config_path}")
     if plan.register is not None:
-        from aikito_mem.config.edit import registered_form
+        from aikito_mem.config.write import registered_form
 
         explicit = plan.explicit_path
         if explicit is None or plan.register not in (explicit,

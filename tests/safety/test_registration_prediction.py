@@ -170,13 +170,13 @@ def test_owner_that_cannot_be_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     keep its owner, so every mode refuses before writing.  In process, as a user who is
     not root."""
     from aikito_mem.cli import cli
-    from aikito_mem.config import edit as config_edit
+    from aikito_mem.config import write as config_write
 
     ws = WS(tmp_path)
     project(ws)
     os.chown(ws.config_path("demo"), 4242, 4242)
     new = ws.checkout("new")
-    monkeypatch.setattr(config_edit.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(config_write.os, "geteuid", lambda: 1000)
     before = snapshot(*ws.roots())
     outputs = set()
     for mode in MODES:

@@ -280,7 +280,7 @@ def _read_config(config: ProjectConfig, target: str, edit: bool) -> bytes:
                           "written — run again", code="stale", content_at=target,
                           exit_code=EXIT_STALE, outcome="stale")
     if edit:
-        from aikito_mem.config.edit import check_rewritable
+        from aikito_mem.config.write import check_rewritable
 
         check_rewritable(config.config_path)  # its owner kept, or refused before any move
     return data

@@ -47,7 +47,7 @@ from aikito_mem.commands.adopt.plan import (
     StepResult,
     StepStatus,
 )
-from aikito_mem.config.edit import replace_config
+from aikito_mem.config.write import replace_config
 from aikito_mem.errors import (
     EXIT_FAILED,
     EXIT_OK,

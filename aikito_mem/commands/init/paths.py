@@ -141,10 +141,10 @@ def checkout_registration(checkout: str, home: str | None) -> tuple[str, str]:
     The same as ``aikito sync project NAME PATH`` registers: the path as the kernel
     reaches it (:func:`aikito_mem.world.checkouts.given_path`: relative to the current directory,
     a ``..`` resolved physically), written ``~/…`` when under the home directory, else
-    absolute (:func:`aikito_mem.config.edit.registered_form`).  It must be an existing
+    absolute (:func:`aikito_mem.config.write.registered_form`).  It must be an existing
     directory: a checkout is never created.
     """
-    from aikito_mem.config.edit import registered_form
+    from aikito_mem.config.write import registered_form
     from aikito_mem.world.checkouts import given_path
 
     check_path_text(checkout, "checkout path")

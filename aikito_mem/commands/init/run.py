@@ -45,7 +45,7 @@ from aikito_mem.commands.init.paths import (
     split_existing,
     workspace_target,
 )
-from aikito_mem.commands.init.report import EntryKind, InitEntry, InitReport, InitStatus, text_lines
+from aikito_mem.commands.init.report import EntryKind, InitEntry, InitReport, InitStatus
 from aikito_mem.config.discovery import Workspace, home_directory, resolve_workspace
 from aikito_mem.errors import ConfigError, ExecutionError, InterruptedError_, StalePlanError
 from aikito_mem.layout import (
@@ -69,7 +69,6 @@ __all__ = [
     "init_project",
     "init_workspace",
     "project_config_text",
-    "text_lines",
 ]
 
 #: The directories of a workspace, in the order they are reported.
