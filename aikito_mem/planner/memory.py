@@ -10,7 +10,7 @@ The [P1] table lives in :func:`_plan_target`, the [P2] stale and pruning rules i
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from aikito_mem.config.names import entry_problem
 from aikito_mem.layout import (
@@ -128,9 +128,8 @@ class _CheckoutPlanner:
     # -- [P2] stale entries and pruning ------------------------------------------------
 
     def plan_stale(self) -> None:
-        children: dict[str, list[str]] = {}
-        for rel in self.entries:
-            children.setdefault(_parent(rel), []).append(rel)
+        """Every entry that is not a desired target: aikito's stale links unlinked, the
+        rest preserved with a finding; then the directories the unlinks empty pruned."""
         for rel, obs in self.entries.items():
             if rel in self.desired or obs.kind is Kind.DIR:
                 continue
@@ -141,8 +140,7 @@ class _CheckoutPlanner:
             if obs.kind is Kind.LINK and entry_problem(rel) is None:
                 # [H3]: any name an owned link can have on disk is unlinked — the rule
                 # the writer's guard applies to the same target.
-                cand = owns(obs.literal, self.link_dir(rel),
-                            history(self.workspace, rel, self.notes_history))
+                cand = self.former(obs.literal, rel)
                 if cand is not None:
                     self.removed.add(rel)
                     self.op(Action.UNLINK, R_STALE, rel,
@@ -158,16 +156,14 @@ class _CheckoutPlanner:
                     self.target(rel),
                 ))
                 continue
-            self.findings.append(Finding(
-                "memory.foreign_entry", "warning",
-                f"preserved {self.target(rel)}: a mount point (another filesystem is "
-                "mounted there); aikito never looks into, writes into or removes a mount — "
-                "unmount it yourself if it is not needed"
-                if obs.kind is Kind.MOUNT else
-                f"preserved {self.target(rel)}: {obs.describe()} that aikito did not create; "
-                "it is left untouched (remove it yourself if it is not needed)",
-                self.target(rel),
-            ))
+            self.findings.append(_foreign(self.target(rel), obs))
+        self.plan_prunes()
+
+    def plan_prunes(self) -> None:
+        """[P2]: a directory is pruned only when the planned unlinks empty it."""
+        children: dict[str, list[str]] = {}
+        for rel in self.entries:
+            children.setdefault(_parent(rel), []).append(rel)
         dirs = [rel for rel, obs in self.entries.items() if obs.kind is Kind.DIR]
         dirs.sort(key=lambda r: (-r.count("/"), r))
         for rel in dirs:
@@ -194,6 +190,8 @@ class _CheckoutPlanner:
     # -- [P1] desired targets ----------------------------------------------------------
 
     def plan_target(self, res: Resource) -> None:
+        """[P1]: the operation at one desired target — the first row of
+        :data:`TARGET_RULES` whose test holds decides it."""
         rel = res.rel
         obs = self.entries.get(rel, ABSENT)
         if (res.problem is None and obs.kind is Kind.LINK and obs.literal == res.source
@@ -203,91 +201,29 @@ class _CheckoutPlanner:
                                       f"{self.base}/{rel}", "already linked", res.name,
                                       res.source, None, "link", obs))
             return
-        kw: dict[str, object] = {"resource": res.name, "source": res.source, "observed": obs}
-        if res.problem is not None:
-            if res.missing and not res.is_notes and obs.kind in (Kind.FILE, Kind.DIR):
-                # The content is here, not in the workspace: adopt moves it there and
-                # links it back.
-                remedy = (f"aikito adopt {self.target(rel)} (moves it to {res.source} and "
-                          f"links it back), or remove {res.name!r} from memory in "
-                          f"{self.config_path}")
-            elif res.missing:
-                remedy = (f"create {res.source}, or remove {res.name!r} from memory "
-                          f"in {self.config_path}")
-            else:
-                remedy = (f"make {res.source} a regular file or directory inside the "
-                          f"workspace, or remove {res.name!r} from memory in {self.config_path}")
-            if res.is_notes:
-                remedy = (f"make {res.source} a real directory (or remove it); "
-                          "project notes are exposed only as a directory")
-            self.op(Action.CONFLICT, R_PRESERVE if res.missing else R_UNSAFE, rel,
-                    res.problem, remedy=remedy, **kw)
-            return
+        for _row, applies, plan in TARGET_RULES:
+            if applies(self, res, obs):
+                plan(self, res, obs)
+                return
+
+    def blocking_ancestor(self, rel: str) -> tuple[str, Observed] | None:
+        """[O4]: the first directory on the way to ``rel`` that exists and is not a real
+        directory (a link, a file, a mount point), or ``None``."""
         for anc in _ancestors(rel) if "/" in rel else ():
             a_obs = self.entries.get(anc, ABSENT)
             if a_obs.exists and a_obs.kind is not Kind.DIR:
-                # [O4]: a CONFLICT for this resource — even when it is aikito's own link
-                # for a former reference (then the remedy says it is safe to remove).
-                former = owns(a_obs.literal, self.link_dir(anc),
-                              history(self.workspace, anc, self.notes_history))
-                if former is not None:
-                    remedy = (f"remove the link {self.target(anc)}: it is aikito's link to "
-                              f"the former source {former}, nothing is lost — then run again")
-                elif a_obs.kind is Kind.MOUNT:
-                    remedy = _unmount(self.target(anc), res.name, self.config_path)
-                else:
-                    remedy = (f"move {self.target(anc)} out of the way; aikito never removes "
-                              "what it does not own")
-                self.op(
-                    Action.CONFLICT, R_PRESERVE, rel,
-                    f"{self.target(anc)} is {a_obs.describe()}; expected a real directory "
-                    f"to hold {self.target(rel)}",
-                    remedy=remedy, **kw,
-                )
-                return
-        expected = f"a symlink to {res.source!r}"
-        if obs.kind is Kind.ABSENT:
-            self.op(Action.CREATE, R_CREATE, rel, "target missing", **kw)
-            return
-        if obs.kind is Kind.LINK:
-            link_dir = self.link_dir(rel)
-            if owns(obs.literal, link_dir, (res.source,)):
-                self.op(Action.NOOP, R_NOOP, rel, "already linked", **kw)
-                return
-            current, legacy = self.notes_history
-            if res.is_notes and res.source == current and owns(obs.literal, link_dir,
-                                                                 (legacy,)):
-                # [P1]: the one replacement — aikito's link to the legacy notes while the
-                # notes are now current: UNLINK + CREATE on the same target.
-                self.removed.add(rel)
-                self.op(Action.UNLINK, R_STALE, rel,
-                        f"aikito's link to the legacy notes {legacy} is replaced",
-                        resource=res.name, source=legacy, observed=obs)
-                self.op(Action.CREATE, R_NOTES, rel,
-                        f"link to the current notes replaces the link to the legacy notes "
-                        f"{legacy}",
-                        **kw)
-                return
-            former = owns(obs.literal, link_dir,
-                          history(self.workspace, rel, self.notes_history))
-            remedy = (f"remove the link {self.target(rel)}: it is aikito's link to the "
-                      f"former source {former}, nothing is lost — then run again"
-                      if former is not None else
-                      f"remove the link {self.target(rel)} if you no longer need it "
-                      "(aikito never replaces links it does not own)")
-            self.op(
-                Action.CONFLICT, R_PRESERVE, rel,
-                f"found {obs.describe()}; expected {expected}", remedy=remedy, **kw,
-            )
-            return
-        self.op(
-            Action.CONFLICT, R_PRESERVE, rel,
-            f"found {obs.describe()}; expected {expected}",
-            remedy=_unmount(self.target(rel), res.name, self.config_path)
-            if obs.kind is Kind.MOUNT else
-            _adopt_remedy(self.target(rel), res, obs, self.config_path),
-            **kw,
-        )
+                return anc, a_obs
+        return None
+
+    def former(self, literal: str | None, rel: str) -> str | None:
+        """[O2]: the former canonical source a link at ``rel`` names, if aikito's."""
+        return owns(literal, self.link_dir(rel),
+                    history(self.workspace, rel, self.notes_history))
+
+    def replaces_legacy_notes(self, res: Resource, obs: Observed) -> bool:
+        current, legacy = self.notes_history
+        return (res.is_notes and res.source == current
+                and owns(obs.literal, self.link_dir(res.rel), (legacy,)) is not None)
 
     def dirs(self) -> tuple[tuple[str, Observed], ...]:
         v = self.view
@@ -295,6 +231,127 @@ class _CheckoutPlanner:
         for anc in sorted(self.ancestors):
             out.append((f"{MEMORY_DIR}/{anc}", self.entries.get(anc, ABSENT)))
         return tuple(out)
+
+
+def _foreign(target: str, obs: Observed) -> Finding:
+    """[P2]: an entry aikito did not create, preserved (a mount point is never entered)."""
+    return Finding(
+        "memory.foreign_entry", "warning",
+        f"preserved {target}: a mount point (another filesystem is mounted there); aikito "
+        "never looks into, writes into or removes a mount — unmount it yourself if it is "
+        "not needed" if obs.kind is Kind.MOUNT else
+        f"preserved {target}: {obs.describe()} that aikito did not create; it is left "
+        "untouched (remove it yourself if it is not needed)",
+        target,
+    )
+
+
+def _kw(res: Resource, obs: Observed) -> dict[str, object]:
+    return {"resource": res.name, "source": res.source, "observed": obs}
+
+
+def _source_conflict(p: _CheckoutPlanner, res: Resource, obs: Observed) -> None:
+    """The source is missing or unsafe ([S3]): a CONFLICT, with the remedy that fits."""
+    if res.is_notes:
+        remedy = (f"make {res.source} a real directory (or remove it); "
+                  "project notes are exposed only as a directory")
+    elif res.missing and obs.kind in (Kind.FILE, Kind.DIR):
+        # The content is here, not in the workspace: adopt moves it there and links it back.
+        remedy = (f"aikito adopt {p.target(res.rel)} (moves it to {res.source} and "
+                  f"links it back), or remove {res.name!r} from memory in {p.config_path}")
+    elif res.missing:
+        remedy = (f"create {res.source}, or remove {res.name!r} from memory "
+                  f"in {p.config_path}")
+    else:
+        remedy = (f"make {res.source} a regular file or directory inside the "
+                  f"workspace, or remove {res.name!r} from memory in {p.config_path}")
+    p.op(Action.CONFLICT, R_PRESERVE if res.missing else R_UNSAFE, res.rel,
+         res.problem or "", remedy=remedy, **_kw(res, obs))
+
+
+def _ancestor_conflict(p: _CheckoutPlanner, res: Resource, obs: Observed) -> None:
+    """[O4]: a CONFLICT for this resource — even when the directory on the way is
+    aikito's own link for a former reference (then the remedy says it is safe to remove)."""
+    found = p.blocking_ancestor(res.rel)
+    assert found is not None
+    anc, a_obs = found
+    former = p.former(a_obs.literal, anc)
+    if former is not None:
+        remedy = (f"remove the link {p.target(anc)}: it is aikito's link to "
+                  f"the former source {former}, nothing is lost — then run again")
+    elif a_obs.kind is Kind.MOUNT:
+        remedy = _unmount(p.target(anc), res.name, p.config_path)
+    else:
+        remedy = (f"move {p.target(anc)} out of the way; aikito never removes "
+                  "what it does not own")
+    p.op(Action.CONFLICT, R_PRESERVE, res.rel,
+         f"{p.target(anc)} is {a_obs.describe()}; expected a real directory "
+         f"to hold {p.target(res.rel)}", remedy=remedy, **_kw(res, obs))
+
+
+def _create(p: _CheckoutPlanner, res: Resource, obs: Observed) -> None:
+    p.op(Action.CREATE, R_CREATE, res.rel, "target missing", **_kw(res, obs))
+
+
+def _noop(p: _CheckoutPlanner, res: Resource, obs: Observed) -> None:
+    p.op(Action.NOOP, R_NOOP, res.rel, "already linked", **_kw(res, obs))
+
+
+def _replace_legacy_notes(p: _CheckoutPlanner, res: Resource, obs: Observed) -> None:
+    """[P1]: the one replacement — aikito's link to the legacy notes while the notes are
+    now current: UNLINK + CREATE on the same target."""
+    legacy = p.notes_history[1]
+    p.removed.add(res.rel)
+    p.op(Action.UNLINK, R_STALE, res.rel,
+         f"aikito's link to the legacy notes {legacy} is replaced",
+         resource=res.name, source=legacy, observed=obs)
+    p.op(Action.CREATE, R_NOTES, res.rel,
+         f"link to the current notes replaces the link to the legacy notes {legacy}",
+         **_kw(res, obs))
+
+
+def _link_conflict(p: _CheckoutPlanner, res: Resource, obs: Observed) -> None:
+    """A link aikito does not own here (or its own, to a former source): a CONFLICT."""
+    former = p.former(obs.literal, res.rel)
+    remedy = (f"remove the link {p.target(res.rel)}: it is aikito's link to the "
+              f"former source {former}, nothing is lost — then run again"
+              if former is not None else
+              f"remove the link {p.target(res.rel)} if you no longer need it "
+              "(aikito never replaces links it does not own)")
+    p.op(Action.CONFLICT, R_PRESERVE, res.rel,
+         f"found {obs.describe()}; expected a symlink to {res.source!r}", remedy=remedy,
+         **_kw(res, obs))
+
+
+def _entry_conflict(p: _CheckoutPlanner, res: Resource, obs: Observed) -> None:
+    """A file, a directory, a mount point or anything else: never overwritten."""
+    target = p.target(res.rel)
+    p.op(Action.CONFLICT, R_PRESERVE, res.rel,
+         f"found {obs.describe()}; expected a symlink to {res.source!r}",
+         remedy=_unmount(target, res.name, p.config_path) if obs.kind is Kind.MOUNT
+         else _adopt_remedy(target, res, obs, p.config_path), **_kw(res, obs))
+
+
+_Test = Callable[[_CheckoutPlanner, Resource, Observed], bool]
+_Plan = Callable[[_CheckoutPlanner, Resource, Observed], None]
+
+#: The [P1] table, as data: ``(row, test, plan)`` in the order the rows are tried; the
+#: first whose test holds plans the target (after the steady-state NOOP of
+#: :meth:`_CheckoutPlanner.plan_target`).  The last row always holds.
+TARGET_RULES: tuple[tuple[str, _Test, _Plan], ...] = (
+    ("source missing or unsafe", lambda p, r, o: r.problem is not None, _source_conflict),
+    ("a directory on the way is not one",
+     lambda p, r, o: p.blocking_ancestor(r.rel) is not None, _ancestor_conflict),
+    ("target missing", lambda p, r, o: o.kind is Kind.ABSENT, _create),
+    ("aikito's link to the source",
+     lambda p, r, o: o.kind is Kind.LINK and owns(o.literal, p.link_dir(r.rel),
+                                                  (r.source,)) is not None, _noop),
+    ("aikito's link to the legacy notes, notes now current",
+     lambda p, r, o: o.kind is Kind.LINK and p.replaces_legacy_notes(r, o),
+     _replace_legacy_notes),
+    ("any other link", lambda p, r, o: o.kind is Kind.LINK, _link_conflict),
+    ("anything else", lambda p, r, o: True, _entry_conflict),
+)
 
 
 def _unmount(target: str, name: str, config_path: str) -> str:
@@ -326,72 +383,57 @@ def _checkout_conflict(view: CheckoutView, rel: str, found: Observed, what: str)
     )
 
 
-def build_plan(
-    *,
-    config: ProjectConfig,
-    workspace: str,
-    workspace_source: str,
-    resources: ResourceSet,
-    checkouts: tuple[CheckoutView, ...],
-    explicit_path: str | None = None,
-    register: str | None = None,
-    home: str | None = None,
-) -> Plan:
-    """Plan every checkout against every resource ([P1]–[P5]).  Pure."""
-    ops: list[tuple[tuple[int, str, int], Operation]] = []
-    findings: list[Finding] = [*config.findings, *resources.findings]
-    planned: list[CheckoutPlan] = []
-    shadowed = [r for r in resources.resources if r.shadowed]
-    for index, view in enumerate(checkouts):
-        co_ops: list[Operation] = []
-        co_findings: list[Finding] = []
-        dirs: tuple[tuple[str, Observed], ...] = (("", view.root),)
-        state = view.state
-        if state is CheckoutState.OFFLINE:
-            for res in resources.resources:
-                co_ops.append(Operation(
-                    Action.SKIP, R_OFFLINE, view.path, memory_target(view.path, res.rel),
-                    f"checkout offline: {view.reason or 'path does not exist'}",
-                    resource=res.name, source=res.source,
-                ))
-        elif state is CheckoutState.INVALID or view.root.kind is not Kind.DIR:
-            state = CheckoutState.INVALID
-            co_ops.append(_checkout_conflict(view, "", view.root, "a directory")
-                          if view.reason is None else Operation(
-                              Action.CONFLICT, R_PRESERVE, view.path, view.path, view.reason,
-                              remedy="fix the checkout path in agent.toml or its permissions",
-                              observed=view.root))
-        elif view.agents.exists and view.agents.kind is not Kind.DIR:
-            co_ops.append(_checkout_conflict(view, AGENTS_DIR, view.agents, "a real directory"))
-            dirs = (("", view.root), (AGENTS_DIR, view.agents))
-        elif view.memory.exists and view.memory.kind is not Kind.DIR:
-            co_ops.append(_checkout_conflict(view, MEMORY_DIR, view.memory, "a real directory"))
-            dirs = (("", view.root), (AGENTS_DIR, view.agents), (MEMORY_DIR, view.memory))
-        else:
-            cp = _CheckoutPlanner(view, resources, workspace, config.config_path)
-            cp.plan_stale()
-            for res in resources.resources:
-                if res.shadowed:
-                    continue
+def _plan_checkout(
+    view: CheckoutView, resources: ResourceSet, workspace: str, config_path: str
+) -> tuple[CheckoutPlan, list[Operation], list[Finding]]:
+    """One checkout's state, operations and findings: a SKIP per resource when offline,
+    one CONFLICT when the checkout or its ``.agents`` / ``.agents/memory`` cannot hold
+    links, else every stale entry and desired target planned."""
+    ops: list[Operation] = []
+    findings: list[Finding] = []
+    dirs: tuple[tuple[str, Observed], ...] = (("", view.root),)
+    state = view.state
+    if state is CheckoutState.OFFLINE:
+        ops = [Operation(Action.SKIP, R_OFFLINE, view.path, memory_target(view.path, res.rel),
+                         f"checkout offline: {view.reason or 'path does not exist'}",
+                         resource=res.name, source=res.source)
+               for res in resources.resources]
+    elif state is CheckoutState.INVALID or view.root.kind is not Kind.DIR:
+        state = CheckoutState.INVALID
+        ops.append(_checkout_conflict(view, "", view.root, "a directory")
+                   if view.reason is None else Operation(
+                       Action.CONFLICT, R_PRESERVE, view.path, view.path, view.reason,
+                       remedy="fix the checkout path in agent.toml or its permissions",
+                       observed=view.root))
+    elif view.agents.exists and view.agents.kind is not Kind.DIR:
+        ops.append(_checkout_conflict(view, AGENTS_DIR, view.agents, "a real directory"))
+        dirs = (("", view.root), (AGENTS_DIR, view.agents))
+    elif view.memory.exists and view.memory.kind is not Kind.DIR:
+        ops.append(_checkout_conflict(view, MEMORY_DIR, view.memory, "a real directory"))
+        dirs = (("", view.root), (AGENTS_DIR, view.agents), (MEMORY_DIR, view.memory))
+    else:
+        cp = _CheckoutPlanner(view, resources, workspace, config_path)
+        cp.plan_stale()
+        for res in resources.resources:
+            if not res.shadowed:
                 cp.plan_target(res)
-            for res in shadowed:
-                co_ops.append(Operation(
-                    Action.SKIP, R_SHADOW, view.path, cp.target(res.rel),
-                    "shadowed by project notes", resource=res.name, source=res.source,
-                ))
-            co_ops.extend(cp.ops)
-            co_findings.extend(cp.findings)
-            dirs = cp.dirs()
-        planned.append(CheckoutPlan(view.label, view.path, state, view.reason, dirs))
-        for op in co_ops:
-            ops.append(((index, op.target, 0 if op.action is _UNLINK else 1), op))
-        co_findings.sort(key=lambda f: (f.path or "", f.code))
-        findings.extend(co_findings)
-    ops.sort(key=lambda pair: pair[0])
+        ops = [Operation(Action.SKIP, R_SHADOW, view.path, cp.target(res.rel),
+                         "shadowed by project notes", resource=res.name, source=res.source)
+               for res in resources.resources if res.shadowed]
+        ops.extend(cp.ops)
+        findings = cp.findings
+        dirs = cp.dirs()
+    findings.sort(key=lambda f: (f.path or "", f.code))
+    return CheckoutPlan(view.label, view.path, state, view.reason, dirs), ops, findings
 
+
+def _source_checks(resources: ResourceSet, ops: Iterable[Operation]
+                   ) -> tuple[SourceCheck, ...]:
+    """What verification re-checks of the sources ([P5]): every check of a resource the
+    plan uses (or reports), by identity for a source it links; the absent notes too."""
     used: set[str | None] = set()
     linked: set[str | None] = set()
-    for _, op in ops:
+    for op in ops:
         action = op.action
         if action is _NOOP:
             used.add(op.resource)
@@ -409,7 +451,32 @@ def build_plan(
                 checks[last.path] = SourceCheck(last.path, last.observed, identity=True)
     for check in resources.absent_checks:
         checks.setdefault(check.path, check)
+    return tuple(checks[p] for p in sorted(checks))
 
+
+def build_plan(
+    *,
+    config: ProjectConfig,
+    workspace: str,
+    workspace_source: str,
+    resources: ResourceSet,
+    checkouts: tuple[CheckoutView, ...],
+    explicit_path: str | None = None,
+    register: str | None = None,
+    home: str | None = None,
+) -> Plan:
+    """Plan every checkout against every resource ([P1]–[P5]).  Pure."""
+    ops: list[tuple[tuple[int, str, int], Operation]] = []
+    findings: list[Finding] = [*config.findings, *resources.findings]
+    planned: list[CheckoutPlan] = []
+    for index, view in enumerate(checkouts):
+        checkout, co_ops, co_findings = _plan_checkout(view, resources, workspace,
+                                                       config.config_path)
+        planned.append(checkout)
+        for op in co_ops:
+            ops.append(((index, op.target, 0 if op.action is _UNLINK else 1), op))
+        findings.extend(co_findings)
+    ops.sort(key=lambda pair: pair[0])
     return Plan(
         project=config.name,
         workspace=workspace,
@@ -420,7 +487,7 @@ def build_plan(
         project_memory_exists=resources.project_memory_exists,
         notes_source=resources.notes_source,
         notes_location=resources.notes_location,
-        sources=tuple(checks[p] for p in sorted(checks)),
+        sources=_source_checks(resources, (op for _, op in ops)),
         checkouts=tuple(planned),
         operations=tuple(op for _, op in ops),
         findings=tuple(findings),

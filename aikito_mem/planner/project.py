@@ -33,6 +33,7 @@ from aikito_mem.model import (
     Resource,
     SegmentName,
     SkillsView,
+    SourceCheck,
 )
 from aikito_mem.planner import agent_skills as planner_agent_skills
 from aikito_mem.planner import instructions as planner_instructions
@@ -63,6 +64,22 @@ def tracked_conflict(op: Operation, config_path: str) -> Operation:
                 f"git tracks); to stop linking it here, remove {name!r} from memory in "
                 f"{config_path}"),
     )
+
+
+def _with_skill_sources(sources: tuple[SourceCheck, ...], skills: tuple[Resource, ...],
+                        ops: list[Operation]) -> tuple[SourceCheck, ...]:
+    """The plan's source checks plus every selected skill's, by identity for a skill the
+    plan links ([P5])."""
+    by_path = {c.path: c for c in sources}
+    linked = {op.resource for op in ops
+              if op.segment is SegmentName.SKILLS and op.action is Action.CREATE}
+    for res in skills:
+        for check in res.checks:
+            by_path.setdefault(check.path, check)
+        if res.name in linked and res.checks:
+            last = res.checks[-1]
+            by_path[last.path] = attrs.evolve(last, identity=True)
+    return tuple(by_path[p] for p in sorted(by_path))
 
 
 def plan_project(
@@ -107,13 +124,11 @@ def add_segments(
 ) -> Plan:
     """``plan`` (the memory segment) with the skills and instructions segments added.
 
-    ``skill_views``, ``agents`` (``.agents`` of each checkout) and ``instruction_views``
-    are keyed by the active checkouts' paths; ``targets`` are the instruction targets
-    as observed for no checkout in particular (their path, agents and detection).
-    ``tracked`` (by checkout path): the occupied targets, of every segment, that git
-    tracks ([L1]); ``git_findings``: what observation found about git (``git.unavailable``).
-    ``skill_dirs`` and ``agent_views``: the per-agent skills directories likewise ([N1]).
-    """
+    The views are keyed by the active checkouts' paths; ``targets`` are the instruction
+    targets for no checkout in particular (their path, agents and detection); ``tracked``
+    (by checkout path) the occupied targets, of every segment, that git tracks ([L1]);
+    ``git_findings`` what observation found about git (``git.unavailable``);
+    ``skill_dirs`` and ``agent_views`` the per-agent skills directories likewise ([N1])."""
     index = {co.path: i for i, co in enumerate(plan.checkouts)}
     tracked = tracked or {}
     none: frozenset[str] = frozenset()
@@ -149,10 +164,8 @@ def add_segments(
                 plan.config_path, tracked.get(co.path, none))
             i_ops, i_findings, i_dirs = planner_instructions.plan_checkout(
                 co.path, source, instruction_views[co.path], tracked.get(co.path, none))
-            ops.extend(s_ops)
-            ops.extend(i_ops)
-            findings.extend(s_findings)
-            findings.extend(i_findings)
+            ops += [*s_ops, *i_ops]
+            findings += [*s_findings, *i_findings]
             for rel, obs in (*s_dirs, *i_dirs):
                 dirs.setdefault(rel, obs)
             for view in (agent_views or {}).get(co.path, ()):
@@ -166,21 +179,12 @@ def add_segments(
         checkouts.append(attrs.evolve(co, dirs=tuple(sorted(dirs.items()))))
     ops.sort(key=lambda op: (_RANK[op.segment], index.get(op.checkout, len(index)),
                              op.target, 0 if op.action is Action.UNLINK else 1))
-    sources = {c.path: c for c in plan.sources}
-    linked = {op.resource for op in ops
-              if op.segment is SegmentName.SKILLS and op.action is Action.CREATE}
-    for res in skills:
-        for check in res.checks:
-            sources.setdefault(check.path, check)
-        if res.name in linked and res.checks:
-            last = res.checks[-1]
-            sources[last.path] = attrs.evolve(last, identity=True)
     return attrs.evolve(
         plan,
         operations=tuple(ops),
         findings=tuple(findings),
         checkouts=tuple(checkouts),
-        sources=tuple(sources[p] for p in sorted(sources)),
+        sources=_with_skill_sources(plan.sources, skills, ops),
         skills=tuple(res.name for res in skills),
         instructions=source,
         instruction_targets=targets,

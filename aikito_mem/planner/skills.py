@@ -59,6 +59,55 @@ def offline(checkout: str, reason: str, skills: tuple[Resource, ...]) -> list[Op
     ]
 
 
+def _stale(checkout: str, base: str, name: str, obs: Observed, workspace: str,
+           ops: list[Operation], findings: list[Finding], *, rule: str = R_SKILL,
+           whose: str | None = None) -> None:
+    """An entry of a skills directory no skill selects: aikito's link unlinked, anything
+    else preserved with a warning (``whose``: the agent's own directory, [N1])."""
+    target = f"{base}/{name}"
+    source = skill_source(workspace, name)
+    if obs.kind is Kind.LINK and entry_problem(name, single=True) is None and owns(
+            obs.literal, base, (source,)) is not None:
+        # [H3]: whatever bytes its name holds — the writer's guard applies this rule.
+        ops.append(_op(Action.UNLINK, checkout, target,
+                       "no longer wanted: aikito's link for a skill that was removed",
+                       resource=name, source=source, observed=obs, rule=rule))
+        return
+    made = f" ({whose})" if whose else ""
+    findings.append(Finding(
+        "skills.foreign_entry", "warning",
+        f"preserved {target}: {obs.describe()} that aikito did not create{made}; it is "
+        "left untouched (remove it yourself if it is not needed)", target,
+    ))
+
+
+def _target(checkout: str, base: str, res: Resource, obs: Observed, workspace: str,
+            config_path: str, *, rule: str = R_SKILL,
+            created: str = "target missing") -> Operation:
+    """[G2]'s table at ``<base>/<name>`` of a selected skill."""
+    target = f"{base}/{res.name}"
+
+    def op(action: Action, reason: str, remedy: str | None = None) -> Operation:
+        return _op(action, checkout, target, reason, remedy=remedy, resource=res.name,
+                   source=res.source, observed=obs, rule=rule)
+
+    if res.problem is not None:
+        return op(Action.CONFLICT, res.problem,
+                  f"create the directory {res.source}, or remove {res.name!r} from skills "
+                  f"in {config_path}" if res.missing else
+                  f"make {res.source} a real directory inside {skills_root(workspace)}, or "
+                  f"remove {res.name!r} from skills in {config_path}")
+    if obs.kind is Kind.ABSENT:
+        return op(Action.CREATE, created)
+    if obs.kind is Kind.LINK and owns(obs.literal, base, (res.source,)) is not None:
+        return op(Action.NOOP, "already linked")
+    return op(Action.CONFLICT, f"found {obs.describe()}; expected a symlink to {res.source!r}",
+              f"remove the link {target} if you no longer need it (aikito never "
+              "replaces links it does not own)" if obs.kind is Kind.LINK else
+              f"move {target} out of the way (aikito never overwrites it), or remove "
+              f"{res.name!r} from skills in {config_path}")
+
+
 def plan_checkout(
     checkout: str,
     agents: Observed,
@@ -114,51 +163,17 @@ def table(
     entries = dict(listing)
     selected = {res.name for res in skills}
     for name, obs in listing:
-        if name in selected:
-            continue
-        target = f"{base}/{name}"
-        if obs.kind is Kind.LINK and entry_problem(name, single=True) is None and owns(
-                obs.literal, base, (skill_source(workspace, name),)) is not None:
-            # [H3]: whatever bytes its name holds — the writer's guard applies this rule.
-            ops.append(_op(Action.UNLINK, checkout, target,
-                           "no longer wanted: aikito's link for a skill that was removed",
-                           resource=name, source=skill_source(workspace, name), observed=obs,
-                           rule=rule))
-            continue
-        made = f" ({whose})" if whose else ""
-        findings.append(Finding(
-            "skills.foreign_entry", "warning",
-            f"preserved {target}: {obs.describe()} that aikito did not create{made}; it is "
-            "left untouched (remove it yourself if it is not needed)", target,
-        ))
+        if name not in selected:
+            _stale(checkout, base, name, obs, workspace, ops, findings, rule=rule,
+                   whose=whose)
     for res in skills:
-        target = f"{base}/{res.name}"
         obs = entries.get(res.name, ABSENT)
-        if res.problem is not None:
-            remedy = (f"create the directory {res.source}, or remove {res.name!r} from skills "
-                      f"in {config_path}" if res.missing else
-                      f"make {res.source} a real directory inside {skills_root(workspace)}, or "
-                      f"remove {res.name!r} from skills in {config_path}")
-            ops.append(_op(Action.CONFLICT, checkout, target, res.problem, remedy=remedy,
-                           resource=res.name, source=res.source, observed=obs, rule=rule))
-        elif obs.kind is Kind.ABSENT:
-            ops.append(_op(Action.CREATE, checkout, target, created,
-                           resource=res.name, source=res.source, observed=obs, rule=rule))
-        elif obs.kind is Kind.LINK and owns(obs.literal, base, (res.source,)) is not None:
-            ops.append(_op(Action.NOOP, checkout, target, "already linked",
-                           resource=res.name, source=res.source, observed=obs, rule=rule))
-        elif target in tracked and obs.kind in (Kind.FILE, Kind.DIR):
+        target = f"{base}/{res.name}"
+        if res.problem is None and target in tracked and obs.kind in (Kind.FILE, Kind.DIR):
             # [L1]: the repository's own skill — never a conflict, never to be moved.
             ops.append(_op(Action.SKIP, checkout, target, TRACKED_REASON, resource=res.name,
                            source=res.source, observed=obs, rule=R_TRACKED))
             findings.append(tracked_finding(target, obs, f"skill {res.name}"))
-        else:
-            remedy = (f"remove the link {target} if you no longer need it (aikito never "
-                      "replaces links it does not own)" if obs.kind is Kind.LINK else
-                      f"move {target} out of the way (aikito never overwrites it), or remove "
-                      f"{res.name!r} from skills in {config_path}")
-            ops.append(_op(Action.CONFLICT, checkout, target,
-                           f"found {obs.describe()}; expected a symlink to {res.source!r}",
-                           remedy=remedy, resource=res.name,
-                           source=res.source, observed=obs, rule=rule))
-
+            continue
+        ops.append(_target(checkout, base, res, obs, workspace, config_path, rule=rule,
+                           created=created))

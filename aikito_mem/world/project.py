@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from aikito_mem.config.registry import load_registry
+from aikito_mem.config import registry as _registry
 from aikito_mem.model import CheckoutState, Kind, Observations, ProjectConfig
 from aikito_mem.world import agent_skills, checkouts, segments
 from aikito_mem.world.observe import Observer
@@ -33,7 +33,7 @@ def observe_project(
     instruction targets to that agent's ([A3])."""
     views = tuple(checkouts.observe(s, observer) for s in slots)
     resources = resolve(config, workspace, observer)
-    registry = load_registry(workspace)
+    registry = _registry.load_registry(workspace)
     targets = registry.targets if agent is None else registry.targets_for(agent)
     detect = segments.Detection(registry, environ, home)
     skill_dirs = agent_skills.planned_dirs(registry, agent)

@@ -60,6 +60,34 @@ class SourceWalker:
                     False, check, root)
         return None, False, check, self._realpath(root)
 
+    def _step(self, root: str, path: str, physical: str, real_root: str,
+              checks: list[SourceCheck]) -> tuple[str | None, bool, Observed, str]:
+        """One component of a source: ``(problem, missing, what is there, its physical
+        path)`` — a symlink is followed only while it stays inside ``root`` ([S3])."""
+        try:
+            obs = self._obs.lstat(physical)
+        except OSError as exc:
+            return (f"source {path} cannot be examined: {exc.strerror}", False,
+                    Observed(Kind.OTHER), physical)
+        if obs.kind is Kind.LINK:
+            try:
+                literal = self._obs.readlink(physical)
+            except OSError:
+                return f"source {path} changed while being examined", False, obs, physical
+            checks.append(SourceCheck(physical, Observed(Kind.LINK, literal)))
+            real = self._realpath(physical)
+            if not _within(real, real_root):
+                return (f"source {path} goes through the symlink {physical} -> {literal!r}, "
+                        f"which leaves {root} (it resolves to {real})", False, obs, physical)
+            obs = self._obs.lstat(real)
+            if obs.kind is Kind.ABSENT:
+                return (f"source {path} goes through the broken symlink {physical} -> "
+                        f"{literal!r}", False, obs, physical)
+            physical = real
+        if obs.kind is Kind.ABSENT:
+            return f"source {path} does not exist", True, obs, physical
+        return None, False, obs, physical
+
     def check(
         self, root: str, parts: list[str], *, what: str, dir_only: bool = False
     ) -> tuple[str | None, bool, tuple[SourceCheck, ...]]:
@@ -71,114 +99,73 @@ class SourceWalker:
         checks: list[SourceCheck] = [root_check] if root_check is not None else []
         if problem is not None:
             return problem, missing, tuple(checks)
-        path = root
-        physical = root
+        path = physical = root
         last = len(parts) - 1
         for i, part in enumerate(parts):
-            path = f"{path}/{part}"
-            physical = f"{physical}/{part}"
-            try:
-                obs = self._obs.lstat(physical)
-            except OSError as exc:
-                return f"source {path} cannot be examined: {exc.strerror}", False, tuple(checks)
-            if obs.kind is Kind.LINK:
-                try:
-                    literal = self._obs.readlink(physical)
-                except OSError:
-                    return f"source {path} changed while being examined", False, tuple(checks)
-                checks.append(SourceCheck(physical, Observed(Kind.LINK, literal)))
-                real = self._realpath(physical)
-                if not _within(real, real_root):
-                    return (
-                        f"source {path} goes through the symlink {physical} -> {literal!r}, "
-                        f"which leaves {root} (it resolves to {real})",
-                        False,
-                        tuple(checks),
-                    )
-                obs = self._obs.lstat(real)
-                if obs.kind is Kind.ABSENT:
-                    return (
-                        f"source {path} goes through the broken symlink {physical} -> {literal!r}",
-                        False,
-                        tuple(checks),
-                    )
-                physical = real
-            if obs.kind is Kind.ABSENT:
-                return f"source {path} does not exist", True, tuple(checks)
+            path, physical = f"{path}/{part}", f"{physical}/{part}"
+            problem, missing, obs, physical = self._step(root, path, physical, real_root,
+                                                         checks)
+            if problem is not None:
+                return problem, missing, tuple(checks)
             if i < last:
                 if obs.kind is not Kind.DIR:
-                    return (
-                        f"source {path} does not exist ({physical} is {obs.describe()})",
-                        True,
-                        tuple(checks),
-                    )
+                    return (f"source {path} does not exist ({physical} is {obs.describe()})",
+                            True, tuple(checks))
                 checks.append(SourceCheck(physical, Observed(Kind.DIR)))
                 continue
             if obs.kind is Kind.DIR or (obs.kind is Kind.FILE and not dir_only):
                 checks.append(SourceCheck(physical, obs))
                 return None, False, tuple(checks)
             expected = "a directory" if dir_only else "a regular file or a directory"
-            return (
-                f"source {path} is {obs.describe()}; expected {expected}",
-                False,
-                tuple(checks),
-            )
+            return f"source {path} is {obs.describe()}; expected {expected}", False, tuple(checks)
         return None, False, tuple(checks)  # pragma: no cover - parts is never empty
+
+
+def _notes(config: ProjectConfig, workspace: str, observer: Observer, walker: SourceWalker
+           ) -> tuple[Resource | None, str, bool, str | None]:
+    """[S2]: (the notes resource or ``None``, its source location, whether the project
+    memory root exists, ``current`` / ``legacy`` / ``None``).  The ``lstat`` of the project
+    memory root decides, even when it is broken."""
+    current, legacy = notes_sources(workspace, config.name)
+    project_memory = layout.project_memory(workspace, config.name)
+    try:
+        pm = observer.lstat(project_memory)
+    except OSError:
+        pm = Observed(Kind.OTHER)
+    if pm.exists:
+        root, parts, location, source = project_memory, [NOTES], "current", current
+        if pm.kind is not Kind.DIR:
+            return Resource(
+                NOTES, NOTES, source, is_notes=True,
+                problem=f"project memory root {project_memory} is {pm.describe()}; "
+                "expected a real directory",
+                checks=(SourceCheck(project_memory, Observed(pm.kind, pm.literal)),),
+            ), source, True, location
+    else:
+        root, parts = layout.memory_root(workspace), [config.name, NOTES]
+        location, source = "legacy", legacy
+    try:
+        present = observer.lstat(source)
+    except OSError:
+        present = Observed(Kind.OTHER)
+    if not present.exists:
+        return None, source, pm.exists, None
+    problem, missing, checks = walker.check(
+        root, parts, what="project memory" if pm.exists else "workspace memory",
+        dir_only=True)
+    return Resource(NOTES, NOTES, source, is_notes=True, problem=problem, missing=missing,
+                    checks=checks), source, pm.exists, location
 
 
 def resolve(config: ProjectConfig, workspace: str, observer: Observer) -> ResourceSet:
     """Every desired resource of ``config`` with its source safety decided ([S1]–[S4])."""
     walker = SourceWalker(observer)
     memory_root = layout.memory_root(workspace)
-    current, legacy = notes_sources(workspace, config.name)
-    project_memory = layout.project_memory(workspace, config.name)
-
-    resources: list[Resource] = []
+    notes, source, pm_exists, notes_location = _notes(config, workspace, observer, walker)
+    resources: list[Resource] = [] if notes is None else [notes]
     findings: list[Finding] = []
-
-    # [S2] notes precedence: lstat of the project memory root decides, even if broken.
-    try:
-        pm = observer.lstat(project_memory)
-    except OSError:
-        pm = Observed(Kind.OTHER)
-    pm_exists = pm.exists
-    notes: Resource | None = None
-    notes_location: str | None
-    root, parts = project_memory, [NOTES]
-    if pm_exists:
-        notes_location, source = "current", current
-        if pm.kind is not Kind.DIR:
-            notes = Resource(
-                NOTES, NOTES, source, is_notes=True,
-                problem=f"project memory root {project_memory} is {pm.describe()}; "
-                "expected a real directory",
-                checks=(SourceCheck(project_memory, Observed(pm.kind, pm.literal)),),
-            )
-    else:
-        notes_location, source = "legacy", legacy
-        root, parts = memory_root, [config.name, NOTES]
-    if notes is None:
-        try:
-            present = observer.lstat(source)
-        except OSError:
-            present = Observed(Kind.OTHER)
-        if present.exists:
-            problem, missing, checks = walker.check(
-                root, parts, what="project memory" if pm_exists else "workspace memory",
-                dir_only=True,
-            )
-            notes = Resource(
-                NOTES, NOTES, source, is_notes=True, problem=problem, missing=missing,
-                checks=checks,
-            )
-    notes_checks: tuple[SourceCheck, ...] = ()
-    if notes is None:
-        notes_location = None
-        # Recorded so that notes appearing after planning make the plan stale ([P5]).
-        notes_checks = (SourceCheck(source, Observed(Kind.ABSENT)),)
-    else:
-        resources.append(notes)
-
+    # Recorded so that notes appearing after planning make the plan stale ([P5]).
+    notes_checks = (SourceCheck(source, Observed(Kind.ABSENT)),) if notes is None else ()
     for ref in config.memory:
         src = memory_source(workspace, ref)
         if notes is not None and is_notes(ref):
@@ -205,7 +192,7 @@ def resolve(config: ProjectConfig, workspace: str, observer: Observer) -> Resour
         project_memory_exists=pm_exists,
         notes_source=notes.source if notes is not None else None,
         notes_location=notes_location,
-        notes_history=(current, legacy),
+        notes_history=notes_sources(workspace, config.name),
         findings=tuple(findings),
         absent_checks=notes_checks,
     )
