@@ -308,3 +308,17 @@ def test_no_import_of_another_modules_private_name() -> None:
     private = [hit for path in [*package_files(), *python_files()]
                for hit in _package_imports(path, modules)[1]]
     assert private == []
+
+
+def _long_functions(path: Path, limit: int = 60) -> list[str]:
+    return [f"{path.relative_to(REPO)}:{node.lineno} {node.name} ({n} lines)"
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and (n := (node.end_lineno or node.lineno) - node.lineno + 1) > limit]
+
+
+def test_few_functions_over_60_lines() -> None:
+    """Functions of one job: at most four over 60 lines in the whole package (the
+    writer's loop, the tree removal, the workspace resolution order, the pointer plan)."""
+    long = [hit for path in package_files() for hit in _long_functions(path)]
+    assert len(long) <= 4, long

@@ -252,19 +252,7 @@ def read_descriptor(checkout_root: str) -> MemoryDescriptor:
     if not isinstance(doc, dict):
         return invalid("not_mapping", f"expected a mapping at the top level, found {_type(doc)}")
 
-    contract = 0
-    project = doc.get("project")
-    if isinstance(project, dict):
-        version = project.get("project_init_contract_version")
-        if _is_int(version) and version >= 0:
-            contract = version
-        elif version is not None:
-            note("wrong_type", "project.project_init_contract_version: expected a "
-                 f"non-negative integer, found {version!r}; read as contract v0")
-    elif project is not None:
-        note("wrong_type", f"project: expected a mapping, found {_type(project)}; read as "
-             "contract v0")
-
+    contract = _contract(doc.get("project"), note)
     if "memory" not in doc:
         return MemoryDescriptor(checkout_root, path, DescriptorState.NO_MEMORY, contract,
                                 findings=tuple(findings))
@@ -273,10 +261,36 @@ def read_descriptor(checkout_root: str) -> MemoryDescriptor:
         return invalid("wrong_type", f"memory: expected a mapping (tier, stack, "
                        f"memory_path, …), found {_type(block)}")
     tier, stack = _tier(block, note)
+    paths = _paths(block, tier, note)
+    return MemoryDescriptor(
+        checkout_root, path, DescriptorState.MEMORY, contract, tier, stack,
+        paths["memory_path"], paths["vault_path"], paths["graph_path"],
+        paths["rag_endpoint"], tuple(findings),
+    )
+
+
+def _contract(project: object, note: Any) -> int:
+    """``project.project_init_contract_version``; anything else is read as contract v0."""
+    if isinstance(project, dict):
+        version = project.get("project_init_contract_version")
+        if _is_int(version) and version >= 0:
+            return version
+        if version is not None:
+            note("wrong_type", "project.project_init_contract_version: expected a "
+                 f"non-negative integer, found {version!r}; read as contract v0")
+    elif project is not None:
+        note("wrong_type", f"project: expected a mapping, found {_type(project)}; read as "
+             "contract v0")
+    return 0
+
+
+def _paths(block: dict[Any, Any], tier: int, note: Any) -> dict[str, str | None]:
+    """The paths the tier promises (a higher tier's field is never required, nor
+    reported); a field of the wrong type is read as its default."""
     paths: dict[str, str | None] = {}
     for field, lowest, default in _PATHS:
         if tier < lowest:
-            paths[field] = None  # a higher tier's field is never required (nor reported)
+            paths[field] = None
             continue
         value = block.get(field, default)
         if field == "rag_endpoint" and value is None:
@@ -287,11 +301,7 @@ def read_descriptor(checkout_root: str) -> MemoryDescriptor:
             note("wrong_type", f"memory.{field}: expected a string, found {_type(value)}; "
                  f"read as {default!r}")
             paths[field] = default
-    return MemoryDescriptor(
-        checkout_root, path, DescriptorState.MEMORY, contract, tier, stack,
-        paths["memory_path"], paths["vault_path"], paths["graph_path"],
-        paths["rag_endpoint"], tuple(findings),
-    )
+    return paths
 
 
 def _tier(block: dict[Any, Any], note: Any) -> tuple[int, str | None]:

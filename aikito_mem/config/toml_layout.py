@@ -187,6 +187,23 @@ def append_to_root_array(doc: Container, text: str, name: str, element: str) -> 
     doc.body[i] = (key, appended(item, element, _indent(key, item), newline(text)))
 
 
+def _raw_items(array: Array) -> list[Item]:
+    """The raw items of ``array`` — values, white space, commas, comments — with every
+    comma ending its white-space item (what :func:`appended` splices into)."""
+    from tomlkit.items import Null, Whitespace
+
+    items: list[Item] = []
+    for x in array._iter_items():
+        if isinstance(x, Null):
+            continue
+        if isinstance(x, Whitespace) and "," in x.s and not x.s.endswith(","):
+            cut = x.s.index(",") + 1  # a comma always ends its item
+            items += [Whitespace(x.s[:cut]), Whitespace(x.s[cut:])]
+        else:
+            items.append(x)
+    return items
+
+
 def appended(array: Array, element: str, key_indent: str, nl: str) -> Array:
     """A copy of ``array`` with ``element`` appended in the array's own layout.
 
@@ -197,25 +214,14 @@ def appended(array: Array, element: str, key_indent: str, nl: str) -> Array:
     without a trailing comma gets one, the new one then has none.
     """
     import tomlkit
-    from tomlkit.items import Array, Comment, Null, Whitespace
+    from tomlkit.items import Array, Comment, Whitespace
 
-    items: list[Item] = []
-    for x in array._iter_items():  # the raw items: values, white space, commas, comments
-        if isinstance(x, Null):
-            continue
-        if isinstance(x, Whitespace) and "," in x.s and not x.s.endswith(","):
-            cut = x.s.index(",") + 1  # a comma always ends its item
-            items += [Whitespace(x.s[:cut]), Whitespace(x.s[cut:])]
-        else:
-            items.append(x)
-
-    def comma(x: Item) -> bool:
-        return isinstance(x, Whitespace) and "," in x.s
-
+    items = _raw_items(array)
     value = tomlkit.value(element)
     values = [i for i, x in enumerate(items) if not isinstance(x, Whitespace | Comment)]
     last = values[-1] if values else -1
-    commas = [i for i in range(last + 1, len(items)) if comma(items[i])]
+    commas = [i for i in range(last + 1, len(items))
+              if isinstance(items[i], Whitespace) and "," in items[i].as_string()]
     trailing = last >= 0 and bool(commas)
     anchor = commas[-1] + 1 if commas else last + 1
     new: list[Item]

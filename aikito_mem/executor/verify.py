@@ -80,39 +80,7 @@ def verify(plan: Plan, locks: Locks, *, environ: Mapping[str, str] | None = None
 
     ``environ`` is the environment the plan was made with ([H5]: the agent detection it
     recorded is re-checked with the same ``PATH``; ``None``: the process's)."""
-    from aikito_mem.config.agent_toml import parse_project_config
-    from aikito_mem.config.projects import read_config_bytes
-    from aikito_mem.errors import ConfigError
-    from aikito_mem.fsutil import sha256_hex
-
-    diffs: list[str] = []
-    # agent.toml: the memory list, the candidates, the bytes when registering.  Re-parsed
-    # only when its bytes changed (a parse of 10,000 references is not free).
-    try:
-        data, project_dir, config_path = read_config_bytes(plan.workspace, plan.project)
-    except ConfigError as exc:
-        diffs.append(f"agent.toml can no longer be read: {exc.message}")
-    else:
-        digest = sha256_hex(data)
-        if plan.config_sha256 is not None and digest != plan.config_sha256:
-            diffs.append(f"agent.toml bytes changed since planning ({plan.config_path})")
-        if digest != plan.config_digest:
-            try:
-                config = parse_project_config(
-                    data, name=plan.project, project_dir=project_dir,
-                    config_path=config_path, home=plan.home or "",
-                )
-            except ConfigError as exc:
-                diffs.append(f"agent.toml can no longer be loaded: {exc.message}")
-            else:
-                if config.memory != plan.memory:
-                    diffs.append(f"agent.toml memory list changed ({plan.config_path})")
-                if config.candidates != plan.candidates:
-                    diffs.append(f"agent.toml checkout paths changed ({plan.config_path})")
-                if tuple(sorted(config.skills)) != plan.skills:
-                    diffs.append(f"agent.toml skills list changed ({plan.config_path})")
-                if config.worktrees != plan.worktrees:
-                    diffs.append(f"agent.toml worktrees changed ({plan.config_path})")
+    diffs = _config_differences(plan)
     # Skills and instructions ([G7]): the instructions source and the agent registry.
     diffs.extend(segment_differences(plan, os.environ if environ is None else environ,
                                      plan.home or None))
@@ -123,6 +91,57 @@ def verify(plan: Plan, locks: Locks, *, environ: Mapping[str, str] | None = None
             + ("appeared" if not plan.project_memory_exists else "disappeared")
             + " (the notes source changes)"
         )
+    diffs.extend(_source_differences(plan))
+    by_checkout = operations_by_checkout(plan)
+    for co in plan.checkouts:
+        if co.state is not CheckoutState.ACTIVE:
+            continue
+        fd = locks.fds.get(co.path)
+        if fd is None:
+            diffs.append(f"checkout {co.path} can no longer be opened")
+            continue
+        diffs.extend(_verify_checkout(co, fd, by_checkout.get(co.path, ())))
+    return diffs
+
+
+def _config_differences(plan: Plan) -> list[str]:
+    """agent.toml: the memory list, the candidates, the skills, worktrees, the bytes when
+    registering.  Re-parsed only when its bytes changed (a parse of 10,000 references is
+    not free)."""
+    from aikito_mem.config.agent_toml import parse_project_config
+    from aikito_mem.config.projects import read_config_bytes
+    from aikito_mem.errors import ConfigError
+    from aikito_mem.fsutil import sha256_hex
+
+    try:
+        data, project_dir, config_path = read_config_bytes(plan.workspace, plan.project)
+    except ConfigError as exc:
+        return [f"agent.toml can no longer be read: {exc.message}"]
+    diffs: list[str] = []
+    digest = sha256_hex(data)
+    if plan.config_sha256 is not None and digest != plan.config_sha256:
+        diffs.append(f"agent.toml bytes changed since planning ({plan.config_path})")
+    if digest == plan.config_digest:
+        return diffs
+    try:
+        config = parse_project_config(data, name=plan.project, project_dir=project_dir,
+                                      config_path=config_path, home=plan.home or "")
+    except ConfigError as exc:
+        return [*diffs, f"agent.toml can no longer be loaded: {exc.message}"]
+    if config.memory != plan.memory:
+        diffs.append(f"agent.toml memory list changed ({plan.config_path})")
+    if config.candidates != plan.candidates:
+        diffs.append(f"agent.toml checkout paths changed ({plan.config_path})")
+    if tuple(sorted(config.skills)) != plan.skills:
+        diffs.append(f"agent.toml skills list changed ({plan.config_path})")
+    if config.worktrees != plan.worktrees:
+        diffs.append(f"agent.toml worktrees changed ({plan.config_path})")
+    return diffs
+
+
+def _source_differences(plan: Plan) -> list[str]:
+    """Every source the plan recorded, by type (and identity for one it links, [P5])."""
+    diffs: list[str] = []
     for check in plan.sources:
         live = observe.lstat_link(check.path)
         if check.identity and live.kind in (Kind.FILE, Kind.DIR):
@@ -139,15 +158,6 @@ def verify(plan: Plan, locks: Locks, *, environ: Mapping[str, str] | None = None
             diffs.append(f"source {name} appeared ({_what(live)})")
         else:
             diffs.append(f"source {name} is now {_what(live)} (was {_what(rec)})")
-    by_checkout = operations_by_checkout(plan)
-    for co in plan.checkouts:
-        if co.state is not CheckoutState.ACTIVE:
-            continue
-        fd = locks.fds.get(co.path)
-        if fd is None:
-            diffs.append(f"checkout {co.path} can no longer be opened")
-            continue
-        diffs.extend(_verify_checkout(co, fd, by_checkout.get(co.path, ())))
     return diffs
 
 

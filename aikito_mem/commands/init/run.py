@@ -310,6 +310,28 @@ def _agent_steps(anchor: str, parts: tuple[str, ...], env: Mapping[str, str],
               data=registry_text(e).encode("utf-8")) for e in found] if found else []
 
 
+def _layout_steps(root: str, ws_anchor: str, base: tuple[str, ...], new: bool,
+                  findings: list[Finding]) -> list[_Step]:
+    """The layout marker, unless the reference tool's older layout files are there (then
+    a finding: its own migration writes the marker)."""
+    legacy = [n for n in _LEGACY_FILES if not new and _lstat(f"{root}/{n}")]
+    if legacy:
+        findings.append(Finding(
+            "init.legacy_layout", "warning",
+            f"{root} has the reference tool's older {' and '.join(legacy)}; "
+            f"{LAYOUT_FILE} was not created (the reference tool's "
+            "'aikito migrate workspace-resources' writes it when it migrates them)",
+            root,
+        ))
+        return []
+    marker = f"{root}/{LAYOUT_FILE}"
+    exists = not new and _observe(marker, EntryKind.FILE, findings)
+    if exists:
+        _check_layout(marker, findings)
+    return [_Step(ws_anchor, (*base, LAYOUT_FILE), EntryKind.FILE, "layout", exists=exists,
+                  data=LAYOUT_TEXT)]
+
+
 def init_workspace(
     path: str | None = None,
     *,
@@ -339,7 +361,6 @@ def init_workspace(
             ws_anchor, base = root, ()
             steps.append(_Step(ws_anchor, (), EntryKind.DIRECTORY, "workspace", exists=True))
             _check_looks_like_workspace(root)
-        legacy = [n for n in _LEGACY_FILES if not missing and _lstat(f"{root}/{n}")]
         agents: list[str] | None = None  # the catalogue agents registered: agents/ is new
         for name in WORKSPACE_DIRS:
             exists = not missing and _observe(f"{root}/{name}", EntryKind.DIRECTORY, findings)
@@ -348,21 +369,7 @@ def init_workspace(
                 continue
             steps.append(_Step(ws_anchor, (*base, name), EntryKind.DIRECTORY, name,
                                exists=exists))
-        layout = f"{root}/{LAYOUT_FILE}"
-        if legacy:
-            findings.append(Finding(
-                "init.legacy_layout", "warning",
-                f"{root} has the reference tool's older {' and '.join(legacy)}; "
-                f"{LAYOUT_FILE} was not created (the reference tool's "
-                "'aikito migrate workspace-resources' writes it when it migrates them)",
-                root,
-            ))
-        else:
-            exists = not missing and _observe(layout, EntryKind.FILE, findings)
-            if exists:
-                _check_layout(layout, findings)
-            steps.append(_Step(ws_anchor, (*base, LAYOUT_FILE), EntryKind.FILE, "layout",
-                               exists=exists, data=LAYOUT_TEXT))
+        steps += _layout_steps(root, ws_anchor, base, bool(missing), findings)
         pointer, pointer_steps = pointer_plan(root, env, home, findings)
         steps += [
             _Step(a, parts, EntryKind.DIRECTORY if role == "config_dir" else EntryKind.FILE,
@@ -429,6 +436,23 @@ def _check_project_name(name: str) -> None:
         )
 
 
+def _projects_dir(root: str) -> str:
+    """``<ws>/projects``, which must be a real directory (never written through)."""
+    projects = projects_root(root)
+    check_path_text(projects, "the workspace path")
+    st = _lstat(projects)
+    if st is None:
+        raise ConfigError(
+            f"{projects} does not exist (any more); expected the workspace's projects "
+            "directory — run aikito init to create it",
+            code="config.workspace_no_projects", path=projects,
+        )
+    if not stat.S_ISDIR(st.st_mode):
+        raise _wrong_type(projects, "a directory (aikito init project writes only "
+                          "through real directories)", st)
+    return projects
+
+
 def init_project(
     workspace: str | Workspace | None,
     name: str,
@@ -456,19 +480,7 @@ def init_project(
         if checkout is not None:
             given, spelled = checkout_registration(checkout, home)
             registered = (spelled,)
-        projects = projects_root(ws.root)
-        check_path_text(projects, "the workspace path")
-        st = _lstat(projects)
-        if st is None:
-            raise ConfigError(
-                f"{projects} does not exist (any more); expected the workspace's projects "
-                "directory — run aikito init to create it",
-                code="config.workspace_no_projects", path=projects,
-            )
-        if not stat.S_ISDIR(st.st_mode):
-            raise _wrong_type(projects, "a directory (aikito init project writes only "
-                              "through real directories)", st)
-        anchor = projects
+        anchor = projects = _projects_dir(ws.root)
         project_dir = f"{projects}/{name}"
         dir_exists = _observe(project_dir, EntryKind.DIRECTORY, [], symlink_ok=False)
         config = f"{project_dir}/agent.toml"
