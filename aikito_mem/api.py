@@ -1,7 +1,8 @@
 """The Python API ([A1]–[A3]): the imperative shell that sequences the rooms.
 
-``discovery → config → checkouts → observe → resources → planner`` for a plan, then
-``execute`` (lock → verify → write) for a sync.
+``config`` (discovery, projects, agent.toml) → ``world`` (one observation pass of every
+segment) → ``planner`` (pure) for a plan, then ``executor`` (lock → verify → guard →
+write) for a sync.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from aikito_mem.config.discovery import (
     home_directory,
     resolve_workspace,
 )
-from aikito_mem.config.projects import find_checkouts, load_project_config, read_config_bytes
+from aikito_mem.config.projects import load_project_config, read_config_bytes
 from aikito_mem.errors import ConfigError, ConflictError, ProjectPrepareConflictError
 from aikito_mem.executor.execute import execute, planned_result
 from aikito_mem.executor.lock import DEFAULT_TIMEOUT, Locks, check_timeout
@@ -34,6 +35,7 @@ from aikito_mem.model import (
 from aikito_mem.planner.project import plan_project
 from aikito_mem.values import Value
 from aikito_mem.world import checkouts as _checkouts
+from aikito_mem.world.containment import find_checkouts
 from aikito_mem.world.observe import Observer, with_identity
 
 
@@ -165,9 +167,11 @@ class Project:
             return (slot,), given, None
         from aikito_mem.config.write import plan_registration  # tomlkit: only to register
 
-        reg = plan_registration(self.config, given, slot.path, home=self._home(),
-                                observer=observer)
-        return (slot,), given, reg
+        active = [(s.label, s.path)
+                  for s in _checkouts.slots(self.config, observer, home=self._home())
+                  if s.state is CheckoutState.ACTIVE]
+        return (slot,), given, plan_registration(self.config, given, slot.path,
+                                                 home=self._home(), active=active)
 
     def _plan(
         self,

@@ -1,4 +1,4 @@
-"""Frozen value types shared by every room: observations, resources, plans and results.
+"""Frozen value types the rooms hand each other: observations, resources, plans, results.
 
 Nothing here performs I/O.  Every type is an ``attrs`` frozen class or an enum, and every
 collection is a tuple, so a :class:`Plan` can be handed around (and saved) without anyone

@@ -444,7 +444,7 @@ def test_the_plans_project_missing_is_a_config_error(ws: WS) -> None:
 
 
 def test_apply_plan_file_api(ws: WS) -> None:
-    from aikito_mem.executor.apply import apply_plan_file
+    from aikito_mem.commands.apply import apply_plan_file
 
     co = build(ws)
     planfile = dry_run_out(ws)
@@ -454,7 +454,7 @@ def test_apply_plan_file_api(ws: WS) -> None:
 
 
 def test_compare_names_nothing_for_equal_plans(ws: WS) -> None:
-    from aikito_mem.executor.apply import compare
+    from aikito_mem.commands.apply import compare
 
     build(ws)
     plan = ws.project("demo").plan()

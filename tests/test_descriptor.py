@@ -15,7 +15,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aikito_mem.commands.descriptor import (
+from aikito_mem.world.descriptor import (
     MAX_CONFIG_BYTES,
     DescriptorState,
     has_memory_block,
@@ -380,7 +380,7 @@ def test_yaml_is_imported_only_to_parse() -> None:
     code = textwrap.dedent(
         """
         import sys, tempfile, os
-        from aikito_mem.commands.descriptor import has_memory_block, read_descriptor
+        from aikito_mem.world.descriptor import has_memory_block, read_descriptor
         d = tempfile.mkdtemp()
         os.makedirs(d + "/.agents")
         open(d + "/.agents/config.yaml", "w").write("memory:\\n  tier: 0\\n")

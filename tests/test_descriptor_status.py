@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-import aikito_mem.commands.descriptor as descriptor_mod
+import aikito_mem.world.descriptor as descriptor_mod
 from aikito_mem.cli import cli
 from tests.helpers.snapshots import changed, snapshot
 from tests.helpers.workspace import WS

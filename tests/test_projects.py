@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from aikito_mem import Project
-from aikito_mem.config.projects import find_checkouts, list_projects, load_project_config
+from aikito_mem.config.projects import list_projects, load_project_config
 from aikito_mem.errors import ConfigError, ProjectNotFoundError
+from aikito_mem.world.containment import find_checkouts
 from tests.helpers import mounts
 from tests.helpers.cli import Env, one_json
 from tests.helpers.snapshots import changed, snapshot

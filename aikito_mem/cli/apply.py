@@ -1,6 +1,6 @@
 """``aikito apply PLANFILE``: execute a plan saved by ``sync project --dry-run --out``.
 
-A thin call into :mod:`aikito_mem.executor.apply`: read the plan, then re-plan under the lock and
+A thin call into :mod:`aikito_mem.commands.apply`: read the plan, then re-plan under the lock and
 execute only a plan equal to the saved one ([E9]).  Rendered as ``sync project`` is.
 """
 
@@ -44,7 +44,7 @@ def apply_cmd(
 def _apply(view: SyncView, workspace: str | None, planfile: str,
            lock_timeout: float) -> SyncReport:
     from aikito_mem import signals
-    from aikito_mem.executor.apply import apply_plan, read_saved
+    from aikito_mem.commands.apply import apply_plan, read_saved
     from aikito_mem.outcome import run_report
 
     with signals.interruptible():  # nothing is written before execution

@@ -21,7 +21,7 @@ Decisions where the spec is silent (also in docs/commands.md):
   sync.  Exit 4 is kept for the workspace itself (not found, no ``projects/``,
   unlistable).
 - ``unlink`` counts every planned UNLINK, links and emptied directories alike.
-- Each active checkout carries its memory descriptor (:func:`aikito_mem.commands.descriptor.
+- Each active checkout carries its memory descriptor (:func:`aikito_mem.world.descriptor.
   read_descriptor`: ``.agents/config.yaml`` by its reader rules; YAML is imported here
   only, and only when there is a file) and whether ``.agents/memory/MEMORY.md`` was
   recognised as the descriptor's index (the plan's ``memory.index_anchor`` finding).  A
@@ -56,7 +56,7 @@ from aikito_mem.model import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from aikito_mem.commands.descriptor import MemoryDescriptor
+    from aikito_mem.world.descriptor import MemoryDescriptor
 
 #: 2: each active checkout gained ``descriptor``; 3: ``sync.segments`` per checkout and
 #: the workspace-wide ``findings`` ([G5]).
@@ -230,7 +230,7 @@ def _index(checkout: str, indexes: set[str | None]) -> str | None:
 
 def with_descriptors(project: ProjectStatus) -> ProjectStatus:
     """``project`` with the memory descriptor of each active checkout read (I/O)."""
-    from aikito_mem.commands.descriptor import read_descriptor
+    from aikito_mem.world.descriptor import read_descriptor
 
     if not any(co.state is CheckoutState.ACTIVE for co in project.checkouts):
         return project

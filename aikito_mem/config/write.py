@@ -17,7 +17,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from aikito_mem import fsutil, signals
@@ -26,7 +26,6 @@ from aikito_mem.errors import ConfigError, ExecutionError, StalePlanError
 
 if TYPE_CHECKING:
     from aikito_mem.model import ProjectConfig
-    from aikito_mem.world.observe import Observer
 
 __all__ = [
     "BY_HAND_MEMORY",
@@ -268,31 +267,29 @@ def _vanished(config_path: str) -> ConfigError:
 
 
 def plan_registration(config: ProjectConfig, given: str, physical: str, *,
-                      home: str | None, observer: Observer) -> str:
+                      home: str | None, active: Iterable[tuple[str, str]]) -> str:
     """The string a sync of the unregistered checkout ``given`` will add to
     ``agent.toml``, after every check the registration makes ([K4], [E9]).
 
-    ``physical`` is ``given`` resolved.  A checkout inside, or containing, an active
+    ``physical`` is ``given`` resolved; ``active`` the (label, physical path) of every
+    active checkout of the project.  A checkout inside, or containing, an active
     checkout of the same project is refused (its sync would nest one ``.agents`` tree in
     another); then :func:`check_registration` runs on the value :func:`registered_form`
     gives.  Raises :class:`ConfigError` (nothing written, exit 4) — the same error the
     real run raises, so a dry run, ``--check`` and the sync agree.
     """
-    from aikito_mem.model import CheckoutState
-    from aikito_mem.world import checkouts
-
-    for slot in checkouts.slots(config, observer, home=home or ""):
-        if slot.state is not CheckoutState.ACTIVE or slot.path == physical:
+    for label, path in active:
+        if path == physical:
             continue
-        inside = physical.startswith(slot.path.rstrip("/") + "/")
-        if inside or slot.path.startswith(physical.rstrip("/") + "/"):
+        inside = physical.startswith(path.rstrip("/") + "/")
+        if inside or path.startswith(physical.rstrip("/") + "/"):
             where = "inside" if inside else "contains"
             raise ConfigError(
-                f"cannot register {given}: it {'is ' * inside}{where} checkout {slot.path} "
-                f"(label {slot.label!r}) of project {config.name!r}, listed in "
+                f"cannot register {given}: it {'is ' * inside}{where} checkout {path} "
+                f"(label {label!r}) of project {config.name!r}, listed in "
                 f"{config.config_path}; expected a directory that is neither inside nor "
                 f"around a registered checkout — sync that checkout instead (aikito sync "
-                f"project {config.name} {slot.path}), or pass --no-register to sync "
+                f"project {config.name} {path}), or pass --no-register to sync "
                 f"{given} once without registering it",
                 code="config.checkout_nested", path=config.config_path,
             )

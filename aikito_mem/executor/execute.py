@@ -1,8 +1,9 @@
-"""The executor: the only room that writes ([E1]–[E6]).
+"""The writer of a sync: the only room that writes links ([E1]–[E6]).
 
 Sequence: refuse a blocked plan → take the per-checkout locks (:mod:`aikito_mem.executor.lock`,
 unless the caller already holds them) → re-check every recorded observation
-(:mod:`aikito_mem.executor.verify`) → register the checkout (compare-and-swap) → per checkout:
+(:mod:`aikito_mem.executor.verify`) → the writer's guard (:mod:`aikito_mem.executor.guard`)
+→ register the checkout (:mod:`aikito_mem.config.write`) → per segment and checkout:
 unlinks and pruning, directory creation, links.
 
 Every write goes through a directory descriptor opened with ``O_NOFOLLOW`` from the

@@ -1,35 +1,11 @@
 """The writer's own check of a plan ([E9], [O2], [O3]): defence in depth.
 
-The executor calls :func:`check` once, under the locks, after verification and before
-the first write.  It trusts nothing in the plan — however the plan was made (a saved
-file, ``Project.plan()``, or ``attrs.evolve`` on operations) — and re-derives, from the
-live ``agent.toml`` and the workspace, what the engine would allow:
-
-- every checkout a write goes to is one ``agent.toml`` lists (active now), or the one
-  checkout named explicitly (``sync project NAME PATH``, ``Project.plan(path=...)``);
-- every write target is ``<checkout>/<segment root>/<clean relative path>``
-  (:func:`~aikito_mem.config.names.entry_problem`, the one rule the planners call too
-  [H3]: no ``..``, ``.`` or empty component, nothing absolute — whatever bytes a name
-  found on disk holds otherwise; a CREATE's name is also one the live ``agent.toml`` or
-  registry wants, so it passed [C3]);
-- every CREATE writes the canonical source the engine derives for that target ([S1];
-  for ``notes`` the source [S2] selects now, [S4] shadowing included) of a resource the
-  live ``agent.toml`` wants;
-- every UNLINK of a link was planned against a literal that [O2] proves owned; the
-  writer's just-in-time ``readlinkat`` then refuses any live literal other than that one,
-  so the link actually removed is proven owned too;
-- every pruning ``rmdir`` is of a directory inside the segment root that the plan's own
-  unlinks empty ([P2]);
-- a registration writes only the project's own ``agent.toml``, for the explicit path.
-
-Any refusal raises :class:`~aikito_mem.errors.UnsafePlanError` (a ``ConfigError``, exit 4)
-naming every refused write; nothing has been written at that point.
-
-Segments: :data:`SEGMENTS` maps a segment name to its root under the checkout and its
-source/ownership rules: memory (``.agents/memory/<path>``), skills
-(``.agents/skills/<name>`` ↔ ``<ws>/skills/<name>``, one component) and the instruction
-targets of §13 (a path the live agent registry names ↔ ``<ws>/projects/<p>/AGENTS.md``;
-the legacy ``.agents/AGENTS.md`` may only be unlinked).
+:func:`check` runs once, under the locks, after verification and before the first write.
+It trusts nothing in the plan and re-derives from the live ``agent.toml``, the workspace
+and :data:`SEGMENTS` (each segment's root and source rules, from :mod:`aikito_mem.layout`)
+which checkouts, targets, sources, unlinks, prunes and registration the engine would
+write; anything else is :class:`~aikito_mem.errors.UnsafePlanError`, nothing written.
+docs/design.md ("The writer's guard") lists every rule.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ The values are written and read by the generic codec of :mod:`aikito_mem.executo
 (every value type-checked; a name that is not UTF-8 as ``{bytes = "<hex>"}``), and
 ``load_plan(dump_plan(p)) == p`` exactly.  A file that is malformed in any way is a
 :class:`~aikito_mem.errors.PlanFileError` (exit 4), never a traceback ([E9]); whether a
-well-formed plan is one the engine makes *now* is decided by :mod:`aikito_mem.executor.apply`.
+well-formed plan is one the engine makes *now* is decided by :mod:`aikito_mem.commands.apply`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""The pure planner: (resources, checkout observations) → frozen :class:`Plan`.
+"""The memory segment's planner: (resources, checkout observations) → frozen :class:`Plan`.
 
 No I/O of any kind happens here — no ``os`` call, no ``pathlib`` access; ``posixpath``
 is used for lexical joins only.  ``tests/test_planner.py`` proves it with an audit hook.
 
-The [P1] table lives in :func:`_plan_target`, the [P2] stale and pruning rules in
-:func:`_plan_stale`; ownership ([O1]/[O2]) in :func:`owns`.
+The [P1] table is the data :data:`TARGET_RULES`; the [P2] stale and pruning rules are
+:meth:`_CheckoutPlanner.plan_stale` and :meth:`_CheckoutPlanner.plan_prunes`; ownership
+([O1]/[O2]) is :func:`owns` and :func:`history`.
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from aikito_mem.commands.descriptor import DescriptorState
 from aikito_mem.commands.status import (
     CONTRACT_VERSION,
     CheckoutStatus,
@@ -21,6 +20,7 @@ from aikito_mem.commands.status import (
 from aikito_mem.layout import DESCRIPTOR, INDEX_NAME, MEMORY_DIR
 from aikito_mem.model import CheckoutState
 from aikito_mem.render.text import Display, Output, error_json, error_lines, plural, printable
+from aikito_mem.world.descriptor import DescriptorState
 
 SCHEMA = "aikito.status/1"
 

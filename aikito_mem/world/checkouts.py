@@ -445,7 +445,7 @@ def _index_anchor(root_path: str, entries: tuple[tuple[str, Observed], ...],
     i = bisect_left(entries, (index,))  # entries are sorted by relative path
     if i == len(entries) or entries[i][0] != index or entries[i][1].kind is not Kind.FILE:
         return False
-    from aikito_mem.commands.descriptor import has_memory_block
+    from aikito_mem.world.descriptor import has_memory_block
 
     observer.calls += 1
     return has_memory_block(root_path)

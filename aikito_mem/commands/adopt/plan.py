@@ -187,9 +187,9 @@ def _describe(st: os.stat_result | None) -> str:
 def _find_checkout(physical: str, ws_root: str, only: str | None,
                    environ: Mapping[str, str] | None) -> tuple[ProjectConfig, str, str]:
     """``(config, label, checkout root)`` whose active checkout holds ``physical`` under
-    ``.agents/memory/`` (the one shared search: :func:`aikito_mem.config.projects.find_checkouts`;
+    ``.agents/memory/`` (the one shared search: :func:`aikito_mem.world.containment.find_checkouts`;
     the root is the spelling ``physical`` was found under, e.g. through a bind mount)."""
-    from aikito_mem.config.projects import find_checkouts
+    from aikito_mem.world.containment import find_checkouts
 
     search = find_checkouts(physical, ws_root, only=only, under=MEMORY_DIR, environ=environ)
     found = [(m.config, m.label, m.root) for m in search.matches]

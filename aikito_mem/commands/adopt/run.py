@@ -1,28 +1,11 @@
-"""``aikito adopt TARGET``: move a real file or directory that blocks sync into the
-workspace, add it to the project's ``memory`` list, and link it back — or leave things as
-they were and say exactly where the content is.
+"""``aikito adopt TARGET``: move a real file or directory that blocks a sync into the
+workspace, list it in ``memory`` and link it back — or leave things as they were and say
+where the content is.
 
-This module only sequences:
-
-1. **validate** (:func:`aikito_mem.commands.adopt.plan.validate`: every check, no write — all that
-   ``--dry-run`` does);
-2. **lock** the checkout ([E3]) and validate again under the lock: TARGET must be the
-   entry validated before;
-3. **move** (:mod:`aikito_mem.commands.adopt.treemove`: a no-replace rename, or copy /
-   verify / remove across filesystems) — or, when ``<ws>/memory/REL`` already holds
-   identical content, remove TARGET entry by entry, each re-checked;
-4. **register** ``REL`` in ``memory`` by compare-and-swap (``fsutil.atomic_replace`` with
-   a last re-read of the bytes; recomputed if another process changed the file);
-5. **link**: the engine plans the checkout and executes exactly TARGET's CREATE, through
-   its guarded writer, under the lock already held.  Other conflicts of the checkout are
-   reported and left for ``aikito sync project``.
-
-If step 4 or 5 fails, what was done is undone where possible (the memory list restored by
-compare-and-swap, the content moved back) and the report says where the content is.
-Signals ([E5]): a signal while validating, waiting for the lock or planning ends the
-command at once; during the writes it is checked before each write, so no write starts
-after it (the command's own temporary copy and the directories it just created are
-removed); the report says where the content is.
+This module only sequences the steps — validate, lock, validate again, move, register
+(through :func:`aikito_mem.config.write.replace_config`), link TARGET's CREATE through the
+executor — and undoes a half-done adoption.  docs/design.md ("adopt") describes each step
+and what a signal does in it.
 """
 
 from __future__ import annotations

@@ -1,29 +1,9 @@
-"""``aikito init``: create a workspace, or a project in one — never overwriting anything.
-
-Two engine functions, each planning from observations first and then writing exactly the
-plan (a dry run stops after planning and writes nothing):
-
-- :func:`init_workspace` creates ``projects/``, ``memory/``, ``skills/``, ``agents/`` (a
-  file per catalogue agent detected here; none detected: no ``agents/``, [N2]), the empty
-  ``subagents/`` and ``layout.toml`` (``version = 2``), which the reference tool (1.61.1)
-  requires, and the pointer file of [W1] when none exists.
-- :func:`init_project` creates ``projects/NAME/agent.toml`` from a small commented
-  template, registering a checkout when one is given.
-
-Rules (decisions where SPEC is silent are written down in docs/commands.md, "`aikito init`"):
-
-- Nothing is ever replaced: directories are made with ``mkdir`` (which fails on any
-  existing entry), files with :func:`aikito_mem.fsutil.create_new` (temporary file, then a
-  no-replace rename), each through directory descriptors opened ``O_NOFOLLOW`` below a
-  physical anchor, so no write goes through a symlink.  Something that appears between
-  planning and writing makes the run stale (:class:`StalePlanError`, exit 3), never
-  overwritten.
-- Every check happens while planning, so a dry run refuses whatever the real run would
-  refuse (an entry of the wrong type, a directory that cannot be written, an existing
-  project).  :func:`aikito_mem.signals.check` runs before each write ([E5]).
-- Results are frozen :class:`InitReport` values; errors are :mod:`aikito_mem.errors`
-  classes (``ConfigError`` → exit 4, ``StalePlanError`` → 3, ``ExecutionError`` → 5, each
-  with the partial report in ``.result`` when something was written).
+"""``aikito init``: create a workspace (:func:`init_workspace`), or a project in one
+(:func:`init_project`) — planning from observations first, then writing exactly the plan,
+never replacing anything (``mkdir``, no-replace renames, ``O_NOFOLLOW`` descriptors);
+``agents/`` holds a file per catalogue agent detected here ([N2]).
+A dry run stops after planning.  docs/design.md ("init") and docs/commands.md give the
+rules; the results are frozen :class:`InitReport` values.
 """
 
 from __future__ import annotations
