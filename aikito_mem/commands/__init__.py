@@ -1,2 +1,2 @@
-"""The commands beside sync, each returning a frozen report: status, sync_all, doctor,
-adopt, init."""
+"""The commands beside sync, each returning a frozen report: status, sync_all, apply,
+doctor, adopt, init."""

@@ -1,2 +1,2 @@
-"""The executor: locks, verification, the writer's guard, guarded writes, saved plans
-and apply."""
+"""The executor: locks, verification, the writer's guard, the guarded writes, and saved
+plans (the file and its codec)."""

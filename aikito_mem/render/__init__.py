@@ -6,6 +6,7 @@
 - :mod:`~aikito_mem.render.status` — the status report (``aikito.status/1``);
 - :mod:`~aikito_mem.render.doctor` — the doctor report (``aikito.doctor/1``);
 - :mod:`~aikito_mem.render.adopt` — the adopt report (``aikito.adopt/1``);
+- :mod:`~aikito_mem.render.init` — the init report (``aikito.init/1``);
 - :mod:`~aikito_mem.render.sync_all` — ``aikito sync`` of every project.
 
 Pure: values in, strings and dicts out.  Never imported by ``aikito --version``.

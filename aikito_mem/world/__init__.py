@@ -1,2 +1,3 @@
-"""Observation of the live world: the filesystem (read-only), and the checkouts,
-resources and segment sources it holds."""
+"""Observation of the live world, read-only: the filesystem (`observe`), the checkouts and
+which one contains a path, the desired resources and segment sources, the memory
+descriptor, and the one observation pass of a project (`project`)."""
