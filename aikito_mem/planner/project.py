@@ -107,6 +107,47 @@ def plan_project(
     )
 
 
+def _memory_ops(plan: Plan, tracked: Mapping[str, frozenset[str]]) -> list[Operation]:
+    """The memory plan's operations, a CONFLICT at a target git tracks saying so ([L1])."""
+    none: frozenset[str] = frozenset()
+    return [tracked_conflict(op, plan.config_path)
+            if op.action is Action.CONFLICT and op.target in tracked.get(op.checkout, none)
+            and op.resource is not None else op
+            for op in plan.operations]
+
+
+def _not_active(co: CheckoutPlan, skills: tuple[Resource, ...],
+                targets: tuple[PlannedTarget, ...], source: InstructionSource,
+                instructions_wanted: bool,
+                skill_dirs: tuple[PlannedTarget, ...] = ()) -> list[Operation]:
+    """An offline checkout: a SKIP per target; an invalid one: a CONFLICT per segment."""
+    if co.state is CheckoutState.OFFLINE:
+        reason = co.reason or "path does not exist"
+        return [*planner_skills.offline(co.path, reason, skills),
+                *planner_agent_skills.offline(co.path, reason, skill_dirs, skills),
+                *(planner_instructions.offline(co.path, reason, targets, source)
+                  if instructions_wanted else ())]
+    return [*([_invalid(co, SegmentName.SKILLS)] if skills else []),
+            *([_invalid(co, SegmentName.INSTRUCTIONS)] if instructions_wanted else [])]
+
+
+def _agent_dirs(checkout: str, views: tuple[AgentSkillsView, ...],
+                skills: tuple[Resource, ...], plan: Plan, tracked: frozenset[str]
+                ) -> tuple[list[Operation], list[Finding], list[tuple[str, Observed]]]:
+    """(operations, findings, directories relied on) of every per-agent skills directory
+    of one active checkout ([N1])."""
+    ops: list[Operation] = []
+    findings: list[Finding] = []
+    dirs: list[tuple[str, Observed]] = []
+    for view in views:
+        a_ops, a_findings, a_dirs = planner_agent_skills.plan_dir(
+            checkout, view, skills, plan.workspace, plan.config_path, tracked)
+        ops += a_ops
+        findings += a_findings
+        dirs += a_dirs
+    return ops, findings, dirs
+
+
 def add_segments(
     plan: Plan,
     *,
@@ -123,59 +164,37 @@ def add_segments(
     agent_views: Mapping[str, tuple[AgentSkillsView, ...]] | None = None,
 ) -> Plan:
     """``plan`` (the memory segment) with the skills and instructions segments added.
-
-    The views are keyed by the active checkouts' paths; ``targets`` are the instruction
-    targets for no checkout in particular (their path, agents and detection); ``tracked``
-    (by checkout path) the occupied targets, of every segment, that git tracks ([L1]);
-    ``git_findings`` what observation found about git (``git.unavailable``);
-    ``skill_dirs`` and ``agent_views`` the per-agent skills directories likewise ([N1])."""
+    The views (and ``tracked``: the occupied targets git tracks, [L1]) are keyed by the
+    active checkouts' paths; ``targets`` are the instruction targets for no checkout in
+    particular; ``git_findings`` what observation found about git; ``skill_dirs`` and
+    ``agent_views`` the per-agent skills directories likewise ([N1])."""
     index = {co.path: i for i, co in enumerate(plan.checkouts)}
     tracked = tracked or {}
     none: frozenset[str] = frozenset()
-    ops: list[Operation] = [
-        tracked_conflict(op, plan.config_path)
-        if op.action is Action.CONFLICT and op.target in tracked.get(op.checkout, none)
-        and op.resource is not None else op
-        for op in plan.operations
-    ]
+    ops = _memory_ops(plan, tracked)
     findings: list[Finding] = [*plan.findings, *git_findings]
     checkouts: list[CheckoutPlan] = []
-    # Instruction targets are wanted only while AGENTS.md has content (or is unsafe, a
-    # conflict to report); an absent or empty one plans nothing where nothing can be
-    # checked (offline, invalid checkouts).
+    # Instruction targets are wanted only while AGENTS.md has content (or is unsafe):
+    # an absent or empty one plans nothing where nothing can be checked.
     instructions_wanted = bool(targets) and source.state in (InstructionState.CONTENT,
                                                               InstructionState.UNSAFE)
     for co in plan.checkouts:
         dirs = dict(co.dirs)
-        if co.state is CheckoutState.OFFLINE:
-            reason = co.reason or "path does not exist"
-            ops.extend(planner_skills.offline(co.path, reason, skills))
-            ops.extend(planner_agent_skills.offline(co.path, reason, skill_dirs, skills))
-            if instructions_wanted:
-                ops.extend(planner_instructions.offline(co.path, reason, targets, source))
-        elif co.state is CheckoutState.INVALID:
-            if skills:
-                ops.append(_invalid(co, SegmentName.SKILLS))
-            if instructions_wanted:
-                ops.append(_invalid(co, SegmentName.INSTRUCTIONS))
+        if co.state is not CheckoutState.ACTIVE:
+            ops += _not_active(co, skills, targets, source, instructions_wanted, skill_dirs)
         else:
             s_ops, s_findings, s_dirs = planner_skills.plan_checkout(
                 co.path, agents[co.path], skill_views[co.path], skills, plan.workspace,
                 plan.config_path, tracked.get(co.path, none))
             i_ops, i_findings, i_dirs = planner_instructions.plan_checkout(
                 co.path, source, instruction_views[co.path], tracked.get(co.path, none))
-            ops += [*s_ops, *i_ops]
-            findings += [*s_findings, *i_findings]
-            for rel, obs in (*s_dirs, *i_dirs):
+            a_ops, a_findings, a_dirs = _agent_dirs(
+                co.path, (agent_views or {}).get(co.path, ()), skills, plan,
+                tracked.get(co.path, none))
+            ops += [*s_ops, *i_ops, *a_ops]
+            findings += [*s_findings, *i_findings, *a_findings]
+            for rel, obs in (*s_dirs, *i_dirs, *a_dirs):
                 dirs.setdefault(rel, obs)
-            for view in (agent_views or {}).get(co.path, ()):
-                a_ops, a_findings, a_dirs = planner_agent_skills.plan_dir(
-                    co.path, view, skills, plan.workspace, plan.config_path,
-                    tracked.get(co.path, none))
-                ops.extend(a_ops)
-                findings.extend(a_findings)
-                for rel, obs in a_dirs:
-                    dirs.setdefault(rel, obs)
         checkouts.append(attrs.evolve(co, dirs=tuple(sorted(dirs.items()))))
     ops.sort(key=lambda op: (_RANK[op.segment], index.get(op.checkout, len(index)),
                              op.target, 0 if op.action is Action.UNLINK else 1))
