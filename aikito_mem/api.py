@@ -35,7 +35,6 @@ from aikito_mem.model import (
 from aikito_mem.planner.project import plan_project
 from aikito_mem.values import Value
 from aikito_mem.world import checkouts as _checkouts
-from aikito_mem.world.containment import find_checkouts
 from aikito_mem.world.observe import Observer, with_identity
 
 
@@ -133,6 +132,8 @@ class Project:
         ws = _workspace(workspace, environ)
         here = os.path.realpath(os.path.join(current_directory(), directory)
                                 if not os.path.isabs(directory) else directory)
+        from aikito_mem.world.containment import find_checkouts  # only for a directory
+
         search = find_checkouts(here, ws.root, environ=environ)
         found = [(m.config.name, m.checkout) for m in search.matches]
         if len(found) == 1:
