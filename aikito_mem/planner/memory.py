@@ -1,11 +1,10 @@
 """The memory segment's planner: (resources, checkout observations) → frozen :class:`Plan`.
 
-No I/O of any kind happens here — no ``os`` call, no ``pathlib`` access; ``posixpath``
-is used for lexical joins only.  ``tests/test_planner.py`` proves it with an audit hook.
-
-The [P1] table is the data :data:`TARGET_RULES`; the [P2] stale and pruning rules are
-:meth:`_CheckoutPlanner.plan_stale` and :meth:`_CheckoutPlanner.plan_prunes`; ownership
-([O1]/[O2]) is :func:`owns` and :func:`history`.
+No I/O of any kind, ``posixpath`` for lexical joins only (an audit hook in
+``tests/test_planner.py`` proves it).  The [P1] table is the data :data:`TARGET_RULES`;
+the [P2] stale and pruning rules are :meth:`_CheckoutPlanner.plan_stale` and
+:meth:`_CheckoutPlanner.plan_prunes`; ownership ([O1]/[O2]) is :func:`owns` and
+:func:`history`.
 """
 
 from __future__ import annotations

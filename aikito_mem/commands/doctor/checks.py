@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from aikito_mem import layout
@@ -44,7 +44,7 @@ from aikito_mem.errors import (
     InterruptedError_,
 )
 from aikito_mem.layout import INDEX_NAME, notes_sources
-from aikito_mem.model import Severity
+from aikito_mem.model import ProjectConfig, Severity
 
 OK, WARNING, ERROR = Severity.OK, Severity.WARNING, Severity.ERROR
 #: Largest index file read (bytes); a bigger one is reported, not read.
@@ -419,13 +419,48 @@ def _fix(git_checks: list[GitEntry], *, dry_run: bool
     return again, fixes
 
 
+def _configs(root: str, names: Iterable[str], environ: Mapping[str, str] | None,
+             checks: list[Check]) -> list[ProjectConfig]:
+    """Every project's configuration that loads; a ``project.config`` error in ``checks``
+    for each one that does not."""
+    from aikito_mem.config.projects import load_project_config
+
+    configs = []
+    for name in names:
+        try:
+            configs.append(load_project_config(root, name, environ=environ))
+        except InterruptedError_:
+            raise
+        except AikitoError as exc:
+            checks.append(Check("project.config", ERROR, exc.message,
+                                remedy="fix agent.toml as the message says", path=exc.path,
+                                project=name))
+    return configs
+
+
+def _across_projects(configs: list[ProjectConfig], root: str, observer: Any) -> list[Check]:
+    """The checks across segments and projects ([G5]): the agent registry, conflict
+    markers in what agents read, one checkout registered by two projects."""
+    from aikito_mem.commands.doctor.segments import (
+        conflict_marker_checks,
+        registry_check,
+        shared_checkout_checks,
+    )
+
+    registry = registry_check(root)
+    checks = [registry] if registry is not None else []
+    checks.extend(conflict_marker_checks(configs, root))
+    checks.extend(shared_checkout_checks(configs, observer))
+    return checks
+
+
 def run(workspace: str | None, *, strict: bool = False, fix: bool = False,
         dry_run: bool = False, environ: Mapping[str, str] | None = None) -> DoctorReport:
     """Every check of the workspace (``None``: discovery).  Writes nothing — except, with
     ``fix`` and without ``dry_run``, the exclude lines of :mod:`aikito_mem.commands.doctor.git`;
     the checks then describe the fixed state."""
     from aikito_mem.config.discovery import home_directory, resolve_workspace
-    from aikito_mem.config.projects import list_projects, load_project_config
+    from aikito_mem.config.projects import list_projects
     from aikito_mem.world.observe import Observer
 
     env = os.environ if environ is None else environ
@@ -438,16 +473,7 @@ def run(workspace: str | None, *, strict: bool = False, fix: bool = False,
                             error=exc, fix=fix, dry_run=dry_run)
     checks: list[Check] = [_workspace_check(ws, env)]
     memory_root = layout.memory_root(ws.root)
-    configs = []
-    for name in names:
-        try:
-            configs.append(load_project_config(ws.root, name, environ=environ))
-        except InterruptedError_:
-            raise
-        except AikitoError as exc:
-            checks.append(Check("project.config", ERROR, exc.message,
-                                remedy="fix agent.toml as the message says", path=exc.path,
-                                project=name))
+    configs = _configs(ws.root, names, environ, checks)
     uses_memory = any(c.memory for c in configs)
     checks.append(_dir_check(
         "memory.root", memory_root, "workspace memory root", project=None,
@@ -467,17 +493,7 @@ def run(workspace: str | None, *, strict: bool = False, fix: bool = False,
         git_checks.extend(git)
     for index, project in sorted(indexes.items()):
         checks.extend(check_index(index, project))
-    from aikito_mem.commands.doctor.segments import (
-        conflict_marker_checks,
-        registry_check,
-        shared_checkout_checks,
-    )
-
-    registry = registry_check(ws.root)
-    if registry is not None:
-        checks.append(registry)
-    checks.extend(conflict_marker_checks(configs, ws.root))
-    checks.extend(shared_checkout_checks(configs, observer))
+    checks.extend(_across_projects(configs, ws.root, observer))
     fixes: tuple[Fix, ...] = ()
     if fix:
         git_checks, fixes = _fix(git_checks, dry_run=dry_run)
