@@ -849,3 +849,31 @@ def test_an_unexpected_error_is_one_document_not_a_traceback_on_stdout(
         assert d["dry_run"] is (args[-1] == "--dry-run")
         assert statuses(d) == ["not_applied"] * 3
     assert (rt(co) / "g.md").read_text() == "g\n"
+
+
+def test_adopt_links_with_the_runs_environment(ws: WS) -> None:
+    """[H5]: ``adopt(…, environ=ENV)`` links through the executor with ``ENV``'s ``PATH``
+    and home, as it validated and planned: an agent detected only on ``ENV``'s ``PATH``
+    is no difference at verification, and ``~`` expands with ``ENV``'s home."""
+    bin_dir = Path(ws.base) / "their-bin"
+    bin_dir.mkdir()
+    (bin_dir / "their-agent").write_text("#!/bin/sh\n")
+    (bin_dir / "their-agent").chmod(0o755)
+    os.makedirs(f"{ws.root}/agents")
+    Path(f"{ws.root}/agents/their-agent.toml").write_text(
+        '[agents.their-agent]\nproject_instruction_path = ".their/AGENTS.md"\n'
+        '[agents.their-agent.detect]\ncommands = ["their-agent"]\n')
+    home = f"{ws.base}/their-home"
+    co = Path(home) / "code" / "demo"
+    os.makedirs(co)
+    ws.add_file("style.md", "style\n")
+    ws.write_config("demo", memory=["style.md"], paths=["~/code/demo"])
+    Path(f"{ws.root}/projects/demo/AGENTS.md").write_text("# demo\n")
+    environ = {"HOME": home, "PATH": f"{bin_dir}:/usr/bin:/bin"}
+    # Not synced: the instruction target is planned, so detection is asked and recorded.
+    rt(co).mkdir(parents=True)
+    (rt(co) / "glossary.md").write_text("terms\n")
+    d = run(Path(ws.root), rt(co) / "glossary.md", environ=environ)
+    assert d["outcome"] == "adopted" and statuses(d) == ["applied", "applied", "applied"]
+    assert os.readlink(rt(co) / "glossary.md") == f"{ws.root}/memory/glossary.md"
+    assert not os.path.lexists(co / ".their")  # exactly TARGET's CREATE was executed
