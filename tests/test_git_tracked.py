@@ -18,15 +18,13 @@ from aikito_mem.model import (
     Action,
     InstructionSource,
     InstructionState,
-    InstructionsView,
-    InstructionTargetView,
     Kind,
     Observed,
     Resource,
-    SkillsView,
 )
 from aikito_mem.planner import instructions as planner_instructions
 from aikito_mem.planner import skills as planner_skills
+from aikito_mem.views import InstructionsView, InstructionTargetView, SkillsView
 from aikito_mem.world import git as git_room
 from tests.helpers.audit import RECORDER
 from tests.helpers.cli import invoke

@@ -84,7 +84,8 @@ def test_the_planner_unlinks_an_owned_link_exactly_when_the_rule_accepts_it(
 @given(raw=st.one_of(_BYTES.map(os.fsdecode), st.text(min_size=0, max_size=8)))
 def test_the_skills_planner_unlinks_an_owned_link_exactly_when_the_rule_accepts_it(
         raw: str) -> None:
-    from aikito_mem.model import Kind, Observed, SkillsView
+    from aikito_mem.model import Kind, Observed
+    from aikito_mem.views import SkillsView
 
     root = Observed(Kind.DIR, dev=1, ino=2)
     base = "/co/a/.agents/skills"

@@ -14,7 +14,6 @@ from aikito_mem.layout import skill_source
 from aikito_mem.model import (
     ABSENT,
     Action,
-    AgentSkillsView,
     Kind,
     Observed,
     PlannedTarget,
@@ -22,6 +21,7 @@ from aikito_mem.model import (
     SegmentName,
 )
 from aikito_mem.planner.agent_skills import offline, plan_dir
+from aikito_mem.views import AgentSkillsView
 
 WS = "/ws"
 CO = "/co"

@@ -9,14 +9,13 @@ from aikito_mem.model import (
     Action,
     InstructionSource,
     InstructionState,
-    InstructionsView,
-    InstructionTargetView,
     Kind,
     Observed,
     PlannedTarget,
     SegmentName,
 )
 from aikito_mem.planner.instructions import offline, plan_checkout
+from aikito_mem.views import InstructionsView, InstructionTargetView
 
 CO = "/co"
 SRC = "/ws/projects/p/AGENTS.md"

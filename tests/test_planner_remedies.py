@@ -10,7 +10,6 @@ from aikito_mem.model import (
     Action,
     Candidate,
     CheckoutState,
-    CheckoutView,
     Kind,
     Observed,
     ProjectConfig,
@@ -18,6 +17,7 @@ from aikito_mem.model import (
     ResourceSet,
 )
 from aikito_mem.planner.memory import build_plan
+from aikito_mem.views import CheckoutView
 
 WS, CO = "/ws", "/co"
 DIR = Observed(Kind.DIR, None, 1, 2)

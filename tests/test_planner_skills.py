@@ -5,8 +5,16 @@ from __future__ import annotations
 import pytest
 
 from aikito_mem.layout import skill_source
-from aikito_mem.model import ABSENT, Action, Kind, Observed, Resource, SegmentName, SkillsView
+from aikito_mem.model import (
+    ABSENT,
+    Action,
+    Kind,
+    Observed,
+    Resource,
+    SegmentName,
+)
 from aikito_mem.planner.skills import offline, plan_checkout
+from aikito_mem.views import SkillsView
 
 WS = "/ws"
 CO = "/co"

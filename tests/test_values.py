@@ -13,8 +13,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import aikito_mem
-from aikito_mem.model import ABSENT, Action, Kind, Observed, Operation, Plan, SkillsView
+from aikito_mem.model import (
+    ABSENT,
+    Action,
+    Kind,
+    Observed,
+    Operation,
+    Plan,
+)
 from aikito_mem.values import Value
+from aikito_mem.views import SkillsView
 
 
 @attrs.frozen(repr=False, eq=False)

@@ -16,7 +16,6 @@ from __future__ import annotations
 from aikito_mem.model import (
     ABSENT,
     Action,
-    AgentSkillsView,
     Finding,
     Kind,
     Observed,
@@ -26,6 +25,7 @@ from aikito_mem.model import (
     SegmentName,
 )
 from aikito_mem.planner.skills import table
+from aikito_mem.views import AgentSkillsView
 
 R_AGENT_SKILLS = "N1"
 R_OFFLINE = "G6"

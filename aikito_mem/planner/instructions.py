@@ -31,8 +31,6 @@ from aikito_mem.model import (
     Finding,
     InstructionSource,
     InstructionState,
-    InstructionsView,
-    InstructionTargetView,
     Kind,
     Observed,
     Operation,
@@ -41,6 +39,7 @@ from aikito_mem.model import (
 )
 from aikito_mem.planner.memory import owns
 from aikito_mem.planner.skills import R_TRACKED, TRACKED_REASON, tracked_finding
+from aikito_mem.views import InstructionsView, InstructionTargetView
 
 R_INSTR = "G4"
 R_OFFLINE = "G6"

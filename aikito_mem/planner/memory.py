@@ -27,7 +27,6 @@ from aikito_mem.model import (
     Action,
     CheckoutPlan,
     CheckoutState,
-    CheckoutView,
     Finding,
     Kind,
     Observed,
@@ -38,6 +37,7 @@ from aikito_mem.model import (
     ResourceSet,
     SourceCheck,
 )
+from aikito_mem.views import CheckoutView
 
 __all__ = ["build_plan", "history", "literal_resolves_to", "owns"]
 

@@ -17,14 +17,11 @@ import attrs
 from aikito_mem.model import (
     SEGMENT_ORDER,
     Action,
-    AgentSkillsView,
     CheckoutPlan,
     CheckoutState,
     Finding,
     InstructionSource,
     InstructionState,
-    InstructionsView,
-    Observations,
     Observed,
     Operation,
     Plan,
@@ -32,13 +29,18 @@ from aikito_mem.model import (
     ProjectConfig,
     Resource,
     SegmentName,
-    SkillsView,
     SourceCheck,
 )
 from aikito_mem.planner import agent_skills as planner_agent_skills
 from aikito_mem.planner import instructions as planner_instructions
 from aikito_mem.planner import skills as planner_skills
 from aikito_mem.planner.memory import build_plan
+from aikito_mem.views import (
+    AgentSkillsView,
+    InstructionsView,
+    Observations,
+    SkillsView,
+)
 
 _RANK = {seg: i for i, seg in enumerate(SEGMENT_ORDER)}
 
@@ -170,12 +172,10 @@ def add_segments(
     ``agent_views`` the per-agent skills directories likewise ([N1])."""
     index = {co.path: i for i, co in enumerate(plan.checkouts)}
     tracked = tracked or {}
-    none: frozenset[str] = frozenset()
     ops = _memory_ops(plan, tracked)
     findings: list[Finding] = [*plan.findings, *git_findings]
     checkouts: list[CheckoutPlan] = []
-    # Instruction targets are wanted only while AGENTS.md has content (or is unsafe):
-    # an absent or empty one plans nothing where nothing can be checked.
+    # Instruction targets are wanted only while AGENTS.md has content (or is unsafe).
     instructions_wanted = bool(targets) and source.state in (InstructionState.CONTENT,
                                                               InstructionState.UNSAFE)
     for co in plan.checkouts:
@@ -183,14 +183,14 @@ def add_segments(
         if co.state is not CheckoutState.ACTIVE:
             ops += _not_active(co, skills, targets, source, instructions_wanted, skill_dirs)
         else:
+            mine = tracked.get(co.path, frozenset())  # what git tracks there ([L1])
             s_ops, s_findings, s_dirs = planner_skills.plan_checkout(
                 co.path, agents[co.path], skill_views[co.path], skills, plan.workspace,
-                plan.config_path, tracked.get(co.path, none))
+                plan.config_path, mine)
             i_ops, i_findings, i_dirs = planner_instructions.plan_checkout(
-                co.path, source, instruction_views[co.path], tracked.get(co.path, none))
+                co.path, source, instruction_views[co.path], mine)
             a_ops, a_findings, a_dirs = _agent_dirs(
-                co.path, (agent_views or {}).get(co.path, ()), skills, plan,
-                tracked.get(co.path, none))
+                co.path, (agent_views or {}).get(co.path, ()), skills, plan, mine)
             ops += [*s_ops, *i_ops, *a_ops]
             findings += [*s_findings, *i_findings, *a_findings]
             for rel, obs in (*s_dirs, *i_dirs, *a_dirs):

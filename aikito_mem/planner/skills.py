@@ -20,9 +20,9 @@ from aikito_mem.model import (
     Operation,
     Resource,
     SegmentName,
-    SkillsView,
 )
 from aikito_mem.planner.memory import owns
+from aikito_mem.views import SkillsView
 
 R_SKILL = "G2"
 R_OFFLINE = "G6"

@@ -14,7 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from aikito_mem.config.registry import InstructionTarget, Registry
-from aikito_mem.model import ABSENT, AgentSkillsView, Kind, Observed, Plan
+from aikito_mem.model import (
+    ABSENT,
+    Kind,
+    Observed,
+    Plan,
+)
+from aikito_mem.views import AgentSkillsView
 from aikito_mem.world.observe import Observer
 
 

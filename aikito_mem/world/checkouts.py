@@ -37,12 +37,12 @@ from aikito_mem.model import (
     ABSENT,
     Candidate,
     CheckoutState,
-    CheckoutView,
     Kind,
     Observed,
     ProjectConfig,
 )
 from aikito_mem.values import Value
+from aikito_mem.views import CheckoutView
 from aikito_mem.world.observe import Observer
 
 

@@ -4,7 +4,7 @@ planner runs ([P5], [P6], §13).
 The memory side (each checkout's runtime tree, the desired resources) and the skills and
 instructions side (their sources, the registry's targets, what each active checkout
 holds) are observed through one :class:`~aikito_mem.world.observe.Observer`, so a path
-is looked at once; the result is one frozen :class:`~aikito_mem.model.Observations`
+is looked at once; the result is one frozen :class:`~aikito_mem.views.Observations`
 for :func:`aikito_mem.planner.project.plan_project`.
 """
 
@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from aikito_mem.config import registry as _registry
-from aikito_mem.model import CheckoutState, Kind, Observations, ProjectConfig
+from aikito_mem.model import CheckoutState, Kind, ProjectConfig
+from aikito_mem.views import Observations
 from aikito_mem.world import agent_skills, checkouts, segments
 from aikito_mem.world.observe import Observer
 from aikito_mem.world.resources import resolve

@@ -29,21 +29,23 @@ from aikito_mem.layout import (
 )
 from aikito_mem.model import (
     ABSENT,
-    AgentSkillsView,
     CheckoutState,
-    CheckoutView,
     Finding,
     InstructionSource,
     InstructionState,
-    InstructionsView,
-    InstructionTargetView,
     Kind,
     Observed,
     PlannedTarget,
     Resource,
     ResourceSet,
-    SkillsView,
     SourceCheck,
+)
+from aikito_mem.views import (
+    AgentSkillsView,
+    CheckoutView,
+    InstructionsView,
+    InstructionTargetView,
+    SkillsView,
 )
 from aikito_mem.world.observe import Observer
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aikito_mem import model
+from aikito_mem import model, views
 from aikito_mem.planner.memory import build_plan
 
 if TYPE_CHECKING:
@@ -57,10 +57,10 @@ def view(
     entries: dict[str, model.Observed] | None = None, *, path: str = CO, label: str = "1",
     state: model.CheckoutState = model.CheckoutState.ACTIVE, agents: model.Observed = DIR,
     memory: model.Observed = DIR, root: model.Observed = DIR, reason: str | None = None,
-) -> model.CheckoutView:
+) -> views.CheckoutView:
     if state is model.CheckoutState.OFFLINE:
-        return model.CheckoutView(label, path, state, reason or "path does not exist")
-    return model.CheckoutView(label, path, state, reason, root, agents, memory,
+        return views.CheckoutView(label, path, state, reason or "path does not exist")
+    return views.CheckoutView(label, path, state, reason, root, agents, memory,
                               tuple(sorted((entries or {}).items())))
 
 
@@ -69,7 +69,7 @@ def config(memory: tuple[str, ...] = (), paths: tuple[str, ...] = (CO,)) -> mode
     return model.ProjectConfig(P, f"{WS}/projects/{P}", CFG, memory, cands, (), "0" * 64)
 
 
-def plan_of(resources: model.ResourceSet, *views: model.CheckoutView) -> Plan:
+def plan_of(resources: model.ResourceSet, *views: views.CheckoutView) -> Plan:
     memory = tuple(r.name for r in resources.resources if not r.is_notes)
     return build_plan(
         config=config(memory, tuple(v.path for v in views)),

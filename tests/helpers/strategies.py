@@ -28,7 +28,6 @@ from aikito_mem.model import (
     ABSENT,
     Candidate,
     CheckoutState,
-    CheckoutView,
     Finding,
     Kind,
     Observed,
@@ -36,6 +35,7 @@ from aikito_mem.model import (
     Resource,
     ResourceSet,
 )
+from aikito_mem.views import CheckoutView
 from tests.helpers.workspace import WS
 
 PROJECT = "demo"

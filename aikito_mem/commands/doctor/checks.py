@@ -10,20 +10,8 @@ files: checking an index is its job.  :func:`run` returns a frozen :class:`Docto
 :mod:`aikito_mem.render.doctor` turns it into text and into the ``aikito.doctor/1``
 document.
 
-Checks (ids are stable; see docs/commands.md):
-
-- ``workspace.source`` — which source resolved the workspace and that it does not depend on
-  the current directory;
-- ``memory.root`` — ``<ws>/memory`` exists, is a directory, is writable;
-- ``project.config`` — each ``agent.toml`` loads (its warnings are reported too) and its
-  checkout paths can be examined;
-- ``notes.dir`` — each project's notes directory, when it has one, is a writable
-  directory (a project without notes is fine);
-- ``notes.legacy`` — legacy notes next to current ones (a migration hint);
-- ``index.links`` — every Markdown link of each ``MEMORY.md`` resolves, none is listed twice;
-- ``git.ignore`` — git ignores ``.agents/memory/`` and ``.agents/skills/`` in each active
-  checkout that is a work tree (a git that does not answer in time is a warning for that
-  checkout); ``--fix`` appends what is missing to the repository's ``info/exclude``.
+The checks (their ids are stable) and what each reports are the table of
+``docs/commands.md``.
 """
 
 from __future__ import annotations
