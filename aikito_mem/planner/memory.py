@@ -165,6 +165,11 @@ class _CheckoutPlanner:
                 "unmount it yourself if it is not needed"
                 if obs.kind is Kind.MOUNT else
                 f"preserved {self.target(rel)}: {obs.describe()} that aikito did not create; "
+                "it is left untouched — to share it with every checkout: aikito adopt "
+                f"{quote(self.target(rel))} (moves it into the workspace and links it back); "
+                "else remove it yourself if it is not needed"
+                if obs.kind is Kind.FILE else
+                f"preserved {self.target(rel)}: {obs.describe()} that aikito did not create; "
                 "it is left untouched (remove it yourself if it is not needed)",
                 self.target(rel),
             ))
@@ -208,7 +213,7 @@ class _CheckoutPlanner:
             if res.missing and not res.is_notes and obs.kind in (Kind.FILE, Kind.DIR):
                 # The content is here, not in the workspace: adopt moves it there and
                 # links it back.
-                remedy = (f"aikito adopt {self.target(rel)} (moves it to {res.source} and "
+                remedy = (f"aikito adopt {quote(self.target(rel))} (moves it to {res.source} and "
                           f"links it back), or remove {res.name!r} from memory in "
                           f"{self.config_path}")
             elif res.missing:
@@ -297,6 +302,17 @@ class _CheckoutPlanner:
         return tuple(out)
 
 
+_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./-_")
+
+
+def quote(word: str) -> str:
+    """``word`` as one shell word (what ``shlex.quote`` writes, without importing it:
+    the planner imports nothing but the model), so a remedy can be pasted ([U2])."""
+    if word and all(ch in _SAFE for ch in word):
+        return word
+    return "'" + word.replace("'", "'\"'\"'") + "'"
+
+
 def _unmount(target: str, name: str, config_path: str) -> str:
     """The remedy for a mount point where a link or a real directory is needed ([E5])."""
     return (f"unmount {target} (aikito never writes into, looks into or removes another "
@@ -308,7 +324,8 @@ def _adopt_remedy(target: str, res: Resource, obs: Observed, config_path: str) -
     where adopting resolves it (a reference: the content moves into the workspace, or an
     identical copy is replaced by the link), else moving it out of the way."""
     if not res.is_notes and obs.kind in (Kind.FILE, Kind.DIR):
-        return (f"aikito adopt {target} (replaces it with the link when it is an identical "
+        return (f"aikito adopt {quote(target)} (replaces it with the link when it is an "
+                "identical "
                 f"copy of {res.source}; shows the differences otherwise), or move it out of "
                 f"the way, or remove {res.name!r} from memory in {config_path}")
     return (f"move {target} out of the way (aikito never overwrites it), or remove "
