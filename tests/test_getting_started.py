@@ -199,7 +199,8 @@ def test_readme_getting_started_in_a_fresh_home(tmp_path: Path) -> None:
             assert os.readlink(link) == f"{ws}/memory/conventions.md"
             syncs.append(r)
             return
-        assert plus == [] and "already in sync" in r.stdout, r.stdout  # the second: nothing
+        # The second: nothing to do, one line ([U3]).
+        assert r.stdout.splitlines() == ["demo: in sync (1 checkout)"], r.stdout
         syncs.append(r)
 
     def status(r: Ran) -> None:

@@ -28,14 +28,16 @@ class AdoptView:
         self.dry_run = dry_run
 
     def render(self, report: AdoptReport) -> Output:
+        from aikito_mem.cli.options import display
         from aikito_mem.render.adopt import json_document, text_lines
-        from aikito_mem.render.text import Display, Output, message_lines, printable
+        from aikito_mem.render.text import Output, message_lines
 
         if self.as_json:
             return Output(report.exit_code, document=json_document(report))
-        lines = tuple(printable(line) for line in text_lines(report))
+        shown = display()
+        lines = tuple(shown.line(line) for line in text_lines(report))
         error = report.error
-        errors = message_lines(error.message, Display()) if error is not None else ()
+        errors = message_lines(error.message, shown) if error is not None else ()
         return Output(report.exit_code, lines=lines, errors=errors)
 
     def failed(self, error: AikitoError) -> AdoptReport:

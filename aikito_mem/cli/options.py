@@ -9,9 +9,12 @@ import math
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+
+if TYPE_CHECKING:  # pragma: no cover
+    from aikito_mem.render.text import Display
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -57,6 +60,31 @@ def use_color(option: bool | None) -> bool:
     if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
         return False
     return sys.stdout.isatty()
+
+
+def output_width() -> int:
+    """[U2]: the width of every text line — ``COLUMNS`` when set, else the terminal's,
+    else 100 (``shutil.get_terminal_size`` asks in that order)."""
+    import shutil
+
+    columns = shutil.get_terminal_size((HELP_WIDTH, 24)).columns
+    return columns if columns > 0 else HELP_WIDTH
+
+
+def display(**options: Any) -> Display:
+    """The :class:`~aikito_mem.render.text.Display` of a command: ``options`` plus where it
+    prints — the width ([U2]), the current directory and the home directory (physical,
+    as the paths of a plan are), which pasteable paths are written relative to."""
+    from aikito_mem.config.discovery import home_directory
+    from aikito_mem.render.text import Display
+
+    try:
+        cwd: str | None = os.getcwd()
+    except OSError:  # a deleted current directory: every path stays absolute
+        cwd = None
+    home = home_directory()
+    return Display(width=output_width(), cwd=cwd,
+                   home=os.path.realpath(home) if home else None, **options)
 
 
 def workspace_of(ctx: click.Context) -> str | None:
