@@ -255,7 +255,8 @@ def test_a_conflict_line_names_target_reason_and_remedy(
     ws = world.root
     assert bangs == [
         "  ! .agents/memory/glossary.md: found a regular file; expected a symlink to "
-        f"'{ws}/memory/glossary.md' (aikito adopt .agents/memory/glossary.md (replaces it "
+        f"'{ws}/memory/glossary.md' (aikito --workspace {ws} adopt .agents/memory/glossary.md "
+        "(replaces it "
         f"with the link when it is an identical copy of {ws}/memory/glossary.md; shows the "
         "differences otherwise), or move it out of the way, or remove 'glossary.md' from "
         f"memory in {ws}/projects/demo/agent.toml)"]
@@ -352,7 +353,8 @@ def test_findings_of_a_checkout_are_listed_in_its_block_relative(
     # A preserved foreign file names the command that shares it ([U2]: pasteable here).
     assert lines[4] == ("  warning: preserved .agents/memory/.DS_Store: a regular file that "
                         "aikito did not create; it is left untouched — to share it with "
-                        "every checkout: aikito adopt .agents/memory/.DS_Store (moves it "
+                        "every checkout: aikito --workspace <base>/ws adopt "
+                        ".agents/memory/.DS_Store (moves it "
                         "into the workspace and links it back); else remove it yourself if "
                         "it is not needed")
     assert lines[5] == "checkout 2: <base>/offline"
@@ -396,10 +398,10 @@ def test_every_checkout_offline_says_nothing_was_synced(ws: WS) -> None:
         "warning: nothing was synced: all 2 of its checkouts are offline (project demo)")
     ws.write_config("demo", memory=["a.md"], paths=[])
     none = run(ws, "sync", "project", "demo")
-    assert none.stdout.splitlines() == [
+    assert shown(ws, none.stdout) == [
         "demo: not synced (no checkout registered)",
         "warning: nothing was synced: project demo has no checkout registered — add one "
-        "with: aikito sync project demo PATH"]
+        "with: aikito --workspace <base>/ws sync project demo PATH"]
     doc = json.loads(run(ws, "sync", "project", "demo", "--json").stdout)
     assert [f["code"] for f in doc["findings"]] == ["sync.no_checkout"]
 

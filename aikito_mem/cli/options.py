@@ -83,8 +83,12 @@ def display(**options: Any) -> Display:
     except OSError:  # a deleted current directory: every path stays absolute
         cwd = None
     home = home_directory()
+    ctx = click.get_current_context(silent=True)
+    program = ctx.find_root().info_name if ctx is not None else None
     return Display(width=output_width(), cwd=cwd,
-                   home=os.path.realpath(home) if home else None, **options)
+                   home=os.path.realpath(home) if home else None,
+                   program=program if program in PROGRAMS else "aikito",
+                   **options)
 
 
 def workspace_of(ctx: click.Context) -> str | None:
@@ -96,6 +100,9 @@ def workspace_of(ctx: click.Context) -> str | None:
 
 #: Help text up to this width on a wide terminal (click's default stops at 80).
 HELP_WIDTH = 100
+#: The names the command is installed as: ``aikito``, and ``aikito-mem`` beside the
+#: reference tool's ``aikito`` (README, Getting started).
+PROGRAMS = ("aikito", "aikito-mem")
 
 
 class FullSummaries(click.Group):

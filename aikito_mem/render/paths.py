@@ -31,6 +31,8 @@ def _under(path: str, base: str) -> str | None:
     return rest or None
 
 
+# A command of this tool a remedy names: ``aikito adopt …``, ``aikito sync …``.
+_COMMAND = re.compile(r"(\baikito )(adopt|sync|clean|apply|init|doctor|status)\b")
 # A base only where a path starts: not in the middle of another path.
 _START = r"(?<![^\s'\"(\[=,:;`])"
 
@@ -40,9 +42,15 @@ class Paths:
     ``cwd`` by a user whose home is ``home``."""
 
     def __init__(self, workspace: str | None, checkout: str | None = None, *,
-                 cwd: str | None = None, home: str | None = None) -> None:
+                 cwd: str | None = None, home: str | None = None,
+                 named: bool = False, program: str = "aikito") -> None:
         self.workspace = workspace
         self.checkout = checkout
+        #: The workspace was named on the command line (``--workspace``): a command a
+        #: remedy names needs it too, to reach the same workspace.
+        self._named = named and workspace is not None
+        #: The name the command was called by: the commands a remedy names use it.
+        self._program = program
         self._cwd = cwd.rstrip("/") if cwd and cwd.rstrip("/") else None
         self._home = home.rstrip("/") if home and home.rstrip("/") else None
         # The nearer base wins: the current directory when the home holds it, else home.
@@ -68,14 +76,28 @@ class Paths:
         directory itself is ``.``."""
         if self._cwd is not None and path.rstrip("/") == self._cwd:
             return "."
-        return self.text(path)
+        return self._located(path)
 
     def text(self, message: str) -> str:
         """A remedy or finding with each path written to work where the command ran
         ([U2])."""
+        if self._named or self._program != "aikito":
+            option = f"--workspace {self._workspace()} " if self._named else ""
+            message = _COMMAND.sub(lambda m: f"{self._program} {option}{m.group(2)}",
+                                   message)
+        return self._located(message)
+
+    def _located(self, message: str) -> str:
+        """``message`` with its paths relative to the current directory or home."""
         if self._pattern is None:
             return message
         return self._pattern.sub(self._replace, message)
+
+    def _workspace(self) -> str:
+        from shlex import quote
+
+        assert self.workspace is not None
+        return self.pasteable(quote(self.workspace))
 
     def reason(self, message: str) -> str:
         """A reason: like :meth:`text`, except that a quoted path is a literal — what a

@@ -260,7 +260,8 @@ def _in_checkout(path: str | None, checkout: str) -> bool:
 
 
 def _paths(plan: Plan, display: Display, checkout: str | None = None) -> Paths:
-    return Paths(plan.workspace, checkout, cwd=display.cwd, home=display.home)
+    return Paths(plan.workspace, checkout, cwd=display.cwd, home=display.home,
+                 named=plan.workspace_source == "option", program=display.program)
 
 
 def _shown_findings(plan: Plan, display: Display, *, dry_run: bool) -> list[Finding]:
@@ -333,16 +334,13 @@ def apply_command(plan: Plan, display: Display) -> str:
     """The command that applies what ``plan`` would change ([U3]), its paths pasteable
     where the command ran ([U2])."""
     paths = _paths(plan, display)
-    words = ["aikito"]
-    if plan.workspace_source == "option":
-        words += ["--workspace", paths.pasteable(quote(plan.workspace))]
-    words += ["sync", "project", quote(plan.project)]
+    words = ["aikito", "sync", "project", quote(plan.project)]
     if plan.explicit_path is not None:
         words.append(paths.pasteable(quote(plan.explicit_path)))
         labels = {c.label for c in plan.checkouts}
         if plan.register is None and labels == {"explicit"}:
             words.append("--no-register")
-    return " ".join(words)
+    return paths.text(" ".join(words))
 
 
 def compact_lines(report: SyncReport, display: Display) -> list[str] | None:

@@ -152,6 +152,9 @@ class Display(Value):
     width: int = DEFAULT_WIDTH
     cwd: str | None = None
     home: str | None = None
+    #: The name the command was called by (``aikito-mem`` beside the reference tool):
+    #: the commands a remedy names are written with it.
+    program: str = "aikito"
 
     def line(self, text: str, fg: str | None = None, *, bold: bool = False,
              indent: int | None = None) -> str:
