@@ -363,6 +363,11 @@ def test_skip_without_workspace_keeps_every_other_error(ws: WS, tmp_path: Path) 
     without = CliRunner().invoke(cli, ["--workspace", str(tmp_path / "empty"), "sync",
                                        "project", "--check"])
     assert without.exit_code == 4
+    # A workspace configured wrongly (not missing) is an error the hook reports.
+    relative = CliRunner().invoke(cli, ["sync", "project", "--check",
+                                        "--skip-without-workspace"],
+                                  env={"AIKITO_DIR": "relative/ws"})
+    assert relative.exit_code == 4 and "is not an absolute path" in relative.stderr
 
 
 # ----------------------------------------------------------- words that say what happened
@@ -538,6 +543,9 @@ def test_wrapping_hangs_and_never_cuts(tmp_path: Path) -> None:
     assert all(line.startswith("      ") for line in lines[1:])
     assert f"      {long}" in lines and len(f"      {long}") > 60
     assert any("'/x y/z w'" in line for line in lines)
+    quoted = "x" * 40 + " move '/a b/c d/e f/g h' away"
+    for width in range(30, len(quoted)):
+        assert any("'/a b/c d/e f/g h'" in line for line in wrap(quoted, width)), width
     assert " ".join(part.strip() for part in lines) == " ".join(text.split())
     assert wrap("short", 60) == ["short"]
 

@@ -305,6 +305,9 @@ def test_paths_relative_to_checkout_and_workspace() -> None:
     # A reason's quoted path is a literal: shown exactly.
     assert home.reason("expected a symlink to '/home/me/ws/x', found /home/me/co/z") == \
         "expected a symlink to '/home/me/ws/x', found z"
+    assert home.reason("found a symlink to '/home/me/co/y'") == \
+        "found a symlink to '/home/me/co/y'"  # below the current directory, yet literal
+    assert home.text("aikito adopt '/home/me/co/a b'") == "aikito adopt 'a b'"
 
 
 def test_paths_never_cut_into_another_path() -> None:

@@ -114,7 +114,7 @@ def _fit(exc: click.ClickException) -> None:
 
     prefix = "Error: "
     lines = wrap(prefix + exc.message, output_width(), 2)
-    exc.message = "\n".join(lines)[len(prefix):]
+    vars(exc)["message"] = "\n".join(lines)[len(prefix):]  # click types it Final
 
 
 ROOT_EPILOG = """\b
