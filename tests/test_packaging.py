@@ -30,7 +30,7 @@ def test_pre_commit_hook() -> None:
     assert [h["id"] for h in hooks] == ["aikito-sync-check"]
     hook = hooks[0]
     # [U4]: only the checkout being committed (pre-commit runs hooks at the work tree's
-    # root); a machine without a workspace passes (tests/test_habits.py runs it for real).
+    # root); a machine without a workspace passes (tests/test_cli_habits.py runs it for real).
     assert hook["entry"] == ("aikito sync project . . --check --no-register "
                              "--skip-without-workspace")
     assert hook["language"] == "python"

@@ -85,7 +85,7 @@ def test_message_lines_keep_listed_differences_and_escape_other_newlines() -> No
 
 
 #: The exact lines below are each one logical line: printed wide enough not to wrap
-#: (wrapping itself is tested in tests/test_habits.py, [U2]).
+#: (wrapping itself is tested in tests/test_cli_habits.py, [U2]).
 WIDE = {"COLUMNS": "1000"}
 
 

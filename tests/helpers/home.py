@@ -28,7 +28,7 @@ def isolate_home(monkeypatch: pytest.MonkeyPatch, home: Path) -> Path:
     for name in UNSET:
         monkeypatch.delenv(name, raising=False)
     # [U2]: text is wrapped to COLUMNS, else the terminal's width.  A test sees each
-    # logical line whole; the width tests (tests/test_habits.py) set COLUMNS themselves.
+    # logical line whole; the width tests (tests/test_cli_habits.py) set COLUMNS themselves.
     monkeypatch.setenv("COLUMNS", COLUMNS)
     return home
 
