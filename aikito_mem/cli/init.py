@@ -267,9 +267,15 @@ def project_cmd(ctx: click.Context, name: str, checkout: str | None, dry_run: bo
     view = InitView("project", as_json=as_json, dry_run=dry_run, project=name)
     with error_handler(view) as handler:
         from aikito_mem.commands.init.run import init_project
+        from aikito_mem.config.discovery import Workspace, home_directory, resolve_workspace
 
-        report = init_project(workspace_of(ctx), name, checkout, dry_run=dry_run,
-                              work_tree=True)
+        workspace: str | Workspace | None = workspace_of(ctx)
+        if checkout is None:  # [U1]: in a git work tree, its root (never one [H1] refuses)
+            from aikito_mem.commands.init.paths import work_tree_root
+
+            found = resolve_workspace(workspace_of(ctx))
+            checkout, workspace = work_tree_root(found.root, home_directory()), found
+        report = init_project(workspace, name, checkout, dry_run=dry_run)
         handler.finish(InitResult(report))
 
 

@@ -43,7 +43,6 @@ from aikito_mem.commands.init.paths import (
     checkout_registration,
     pointer_plan,
     split_existing,
-    work_tree_root,
     workspace_target,
 )
 from aikito_mem.commands.init.report import EntryKind, InitEntry, InitReport, InitStatus, text_lines
@@ -438,12 +437,8 @@ def init_project(
     *,
     dry_run: bool = False,
     environ: Mapping[str, str] | None = None,
-    work_tree: bool = False,
 ) -> InitReport:
     """Create ``projects/NAME/agent.toml`` in the workspace, registering ``checkout``.
-
-    Without ``checkout``, with ``work_tree``: the root of the git work tree holding the
-    current directory, when there is one that may be a checkout ([U1], [H1]).
 
     ``workspace`` is a path (resolved like ``--workspace``), a resolved
     :class:`~aikito_mem.config.discovery.Workspace`, or ``None`` for discovery ([W1], [W2]).  A
@@ -459,8 +454,6 @@ def init_project(
         _check_project_name(name)
         registered: tuple[str, ...] = ()
         given: str | None = None
-        if checkout is None and work_tree:
-            checkout = work_tree_root(ws.root, home)
         if checkout is not None:
             given, spelled = checkout_registration(checkout, home)
             registered = (spelled,)
