@@ -520,7 +520,8 @@ def test_every_command_fits_100_columns_and_prints_every_path_whole(
         ("apply", plan),
         ("--help",), ("sync", "--help"), ("sync", "project", "--help"), ("status", "--help"),
         ("doctor", "--help"), ("adopt", "--help"), ("init", "--help"), ("apply", "--help"),
-        ("init", "project", "--help"),
+        ("init", "project", "--help"), ("agents",), ("agents", "--help"),
+        ("hook", "--help"), ("hook", "install", laptop, "--dry-run"), ("clean", "--help"),
     ]
     for cwd in (laptop, str(tmp_path)):
         monkeypatch.chdir(cwd)
