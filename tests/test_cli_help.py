@@ -57,8 +57,7 @@ def test_the_command_list_never_cuts_a_summary_short(width: int) -> None:
         commands = text.split("Commands:", 1)[1].split("\n\n", 1)[0]
         assert "..." not in commands, commands
     top = "".join(invoke("--help", width=width).stdout.split())  # wrapping aside
-    adopt = ("adopt Move TARGET (<checkout>/.agents/memory/REL) to <workspace>/memory/REL, "
-             "add REL to the project's memory list and link it back.")
+    adopt = "adopt Move TARGET into the workspace, list it in agent.toml and link it back."
     assert adopt.replace(" ", "") in top
     assert "syncSynchroniseruntimelinks:oneproject,oreveryproject." in top
 

@@ -131,6 +131,9 @@ def _plan_target(checkout: str, source: InstructionSource,
     remedy = (f"{what} is {_agents_words(target)} of this checkout and not aikito's: keep it "
               f"and leave the project instructions unlinked there, or move it into {src} "
               "and remove it, then run again (aikito never overwrites it)")
+    if obs.kind is Kind.FILE:  # [L5]: adopt resolves an identical copy
+        remedy += (f"; aikito adopt {what} replaces it with the link when it holds the same "
+                   f"text as {src} (and shows the differences otherwise)")
     return _op(Action.CONFLICT, checkout, rel,
                f"found {obs.describe()}; expected a symlink to {src!r}", src,
                remedy=remedy, observed=obs)

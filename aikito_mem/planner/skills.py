@@ -153,10 +153,17 @@ def table(
                            source=res.source, observed=obs, rule=R_TRACKED))
             findings.append(tracked_finding(target, obs, f"skill {res.name}"))
         else:
-            remedy = (f"remove the link {target} if you no longer need it (aikito never "
-                      "replaces links it does not own)" if obs.kind is Kind.LINK else
-                      f"move {target} out of the way (aikito never overwrites it), or remove "
-                      f"{res.name!r} from skills in {config_path}")
+            if obs.kind is Kind.LINK:
+                remedy = (f"remove the link {target} if you no longer need it (aikito never "
+                          "replaces links it does not own)")
+            elif obs.kind is Kind.DIR:  # [L5]: adopt resolves it
+                remedy = (f"aikito adopt {target} (replaces it with the link when it is an "
+                          f"identical copy of {res.source}; shows the differences "
+                          "otherwise), or move it out of the way, or remove "
+                          f"{res.name!r} from skills in {config_path}")
+            else:
+                remedy = (f"move {target} out of the way (aikito never overwrites it), or "
+                          f"remove {res.name!r} from skills in {config_path}")
             ops.append(_op(Action.CONFLICT, checkout, target,
                            f"found {obs.describe()}; expected a symlink to {res.source!r}",
                            remedy=remedy, resource=res.name,

@@ -145,6 +145,7 @@ class _Run:
             if a.method is Method.REPLACE:
                 treemove.remove_inventoried(a.target, a.entries, signals.check)
             else:
+                self._remove_empty(a)
                 self.method = Method(treemove.move(a.target, a.destination, signals.check).value)
         except treemove.OriginalKeptError as exc:
             self._original_kept(a, exc)
@@ -179,6 +180,18 @@ class _Run:
             raise
         self.content_at = a.destination
         self.steps[Step.MOVE] = StepStatus.APPLIED
+
+    @staticmethod
+    def _remove_empty(a: Adoption) -> None:
+        """[L5]: the empty ``AGENTS.md`` the instructions move over, re-checked by identity
+        just before its removal (a kill right after leaves it absent: it was empty)."""
+        if a.empty_destination is None:
+            return
+        from aikito_mem.commands.adopt.segments import recheck_empty
+
+        recheck_empty(a)
+        signals.check()
+        os.unlink(a.destination)
 
     def _original_kept(self, a: Adoption, exc: treemove.OriginalKeptError) -> None:
         self.steps[Step.MOVE] = StepStatus.FAILED
@@ -254,10 +267,10 @@ class _Run:
             home = home_directory(environ) or ""
             config = parse_project_config(old, name=a.project, project_dir=directory,
                                           config_path=a.config_path, home=home)
-            if a.reference in config.memory:
+            if adopt_plan.listed(config, a.segment, a.reference):
                 self.steps[Step.REGISTER] = StepStatus.SKIPPED
                 return
-            new, _parsed = adopt_plan.edited_config(config, old, a.reference, home)
+            new, _parsed = adopt_plan.edited_config(config, old, a.reference, home, a.segment)
         raise StalePlanError(f"{a.config_path} kept changing while adopt tried to update it",
                              differences=(f"agent.toml changed: {a.config_path}",))
 
@@ -296,6 +309,10 @@ class _Run:
             plan = Project.load(a.project, a.workspace, environ=environ).plan(
                 a.checkout, register=False)
         own = next((op for op in plan.operations if op.target == a.target), None)
+        # [L5] instructions: every instruction target of the checkout the engine links.
+        more = tuple(op for op in plan.operations if a.links and op.action is Action.CREATE
+                     and op.segment is a.segment and op.checkout == a.checkout
+                     and op is not own)
         if own is not None and own.action is Action.NOOP:
             self.steps[Step.LINK] = StepStatus.SKIPPED
             self.details[Step.LINK] = "already linked"
@@ -307,7 +324,7 @@ class _Run:
                 differences=(f"target {a.target} is no longer a CREATE",))
         signals.check()
         try:
-            self.sync = execute(_only(plan, own), locks=locks)
+            self.sync = execute(_only(plan, own, *more), locks=locks)
         except InterruptedError_ as exc:
             self.sync = exc.result if isinstance(exc.result, SyncResult) else None
             raise
@@ -362,9 +379,10 @@ class _Run:
             outcome=("stale" if drift else "failed") if restored else "partial")
 
 
-def _only(plan: Plan, op: Operation) -> Plan:
-    """The plan with exactly one operation: TARGET's CREATE."""
-    return attrs.evolve(plan, operations=(op,))
+def _only(plan: Plan, *ops: Operation) -> Plan:
+    """The plan with exactly TARGET's CREATE (and, for an instruction target, the other
+    instruction targets' CREATEs of that checkout)."""
+    return attrs.evolve(plan, operations=ops)
 
 
 def adopt(target: str, workspace: str | None = None, *, project: str | None = None,
