@@ -17,7 +17,7 @@ This module only sequences:
    its guarded writer, under the lock already held.  Other conflicts of the checkout are
    reported and left for ``aikito sync project``.
 
-If step 4 or 5 fails, what was done is undone where possible (the memory list restored by
+If step 4 or 5 fails, what was done is undone where possible (the list restored by
 compare-and-swap, the content moved back) and the report says where the content is.
 Signals ([E5]): a signal while validating, waiting for the lock or planning ends the
 command at once; during the writes it is checked before each write, so no write starts
@@ -56,7 +56,7 @@ from aikito_mem.errors import (
     InterruptedError_,
     StalePlanError,
 )
-from aikito_mem.model import Action, Operation, Plan, Status, SyncResult
+from aikito_mem.model import Action, Operation, Plan, SegmentName, Status, SyncResult
 
 if TYPE_CHECKING:
     from aikito_mem.executor.lock import Locks
@@ -348,10 +348,10 @@ class _Run:
                 if not self._swap(directory, name, new, old):
                     raise OSError(errno.ESTALE, "it was changed by someone else meanwhile")
                 self.steps[Step.REGISTER] = StepStatus.UNDONE
-                notes.append(f"{a.reference!r} was removed from the memory list again")
+                notes.append(f"{a.reference!r} was removed from the {_list(a)} list again")
             except (OSError, AikitoError) as undo_exc:
                 listed = True
-                notes.append(f"{a.reference!r} is still in the memory list of "
+                notes.append(f"{a.reference!r} is still in the {_list(a)} list of "
                              f"{a.config_path} (restoring it failed: {_cause(undo_exc)})")
         where = a.destination
         if a.method is Method.REPLACE:
@@ -369,14 +369,20 @@ class _Run:
                              f"{a.destination}")
         restored = where == a.target and not listed
         drift = isinstance(exc, StalePlanError)
+        add = ("" if a.segment is SegmentName.INSTRUCTIONS else
+               f"add {a.reference!r} to {_list(a)} if needed and ")
         then = ("nothing changed" if restored else
-                f"add {a.reference!r} to memory if needed and run `aikito sync project "
-                f"{a.project} {a.checkout}`")
+                f"{add}run `aikito sync project {a.project} {a.checkout}`")
         return AdoptFailed(
             f"{step.value} failed: {_cause(exc)} — {'; '.join(notes)}; {then}",
             code=f"{step.value}_failed", content_at=where,
             exit_code=EXIT_STALE if drift else EXIT_FAILED,
             outcome=("stale" if drift else "failed") if restored else "partial")
+
+
+def _list(a: Adoption) -> str:
+    """The ``agent.toml`` list TARGET's name goes to: ``memory`` or ``skills``."""
+    return "skills" if a.segment is SegmentName.SKILLS else "memory"
 
 
 def _only(plan: Plan, *ops: Operation) -> Plan:
@@ -436,5 +442,5 @@ def _interrupted(exc: InterruptedError_, a: Adoption, run: _Run) -> str:
     listed = "is" if run.steps[Step.REGISTER] in (StepStatus.APPLIED,
                                                   StepStatus.SKIPPED) else "is not yet"
     return (f"{exc.message} — the content is at {a.destination} and {a.reference!r} {listed} "
-            f"in the memory list; to finish, add it if needed and run `aikito sync project "
+            f"in the {_list(a)} list; to finish, add it if needed and run `aikito sync project "
             f"{a.project} {a.checkout}`")
