@@ -33,6 +33,8 @@ from aikito_mem.errors import (
 from aikito_mem.model import (
     SEGMENT_ORDER,
     Action,
+    CheckoutState,
+    Finding,
     Plan,
     Segment,
     SegmentName,
@@ -57,6 +59,26 @@ class SyncReport(Value):
     result: SyncResult | None = None
     #: The error the command ended with (its message goes to stderr).
     error: AikitoError | None = None
+    #: Findings of a run that made no plan: ``sync.no_workspace`` ([U4]).
+    findings: tuple[Finding, ...] = ()
+
+
+#: The codes of a discovery that found no workspace on this machine ([W2]): none
+#: configured (the default is missing), or the configured one missing or without
+#: ``projects/``.
+NO_WORKSPACE_CODES = ("config.workspace_missing", "config.workspace_no_projects")
+
+
+def no_workspace_report(error: AikitoError, *, dry_run: bool, shown: str) -> SyncReport:
+    """[U4] (``--skip-without-workspace``, the pre-commit hook): no workspace on this
+    machine is nothing to check — ``unchanged``, exit 0, one ``sync.no_workspace``
+    notice naming ``shown`` (the path looked at, as the text shows it)."""
+    message = (f"no aikito workspace on this machine ({shown} "
+               f"{'is not a workspace' if error.code.endswith('projects') else 'is missing'})"
+               ": nothing to check")
+    return SyncReport(None, None, dry_run, Outcome.UNCHANGED, EXIT_OK,
+                      findings=(Finding("sync.no_workspace", "info", message,
+                                        error.path),))
 
 
 def dry_run_report(plan: Plan, *, check: bool = False) -> SyncReport:
@@ -66,8 +88,11 @@ def dry_run_report(plan: Plan, *, check: bool = False) -> SyncReport:
         names = [seg.value for seg in SEGMENT_ORDER if seg in plan.blocked_segments]
         what = (f"the {names[0]} segment" if len(names) == 1 else
                 f"the {', '.join(names[:-1])} and {names[-1]} segments")
+        others = any(op.segment not in plan.blocked_segments for op in plan.changes)
         rest = ("nothing would be written" if plan.refused else
-                "nothing of it would be written; the other segments would be applied")
+                "nothing of it would be written; the other segments would be applied"
+                if others else
+                "nothing of it would be written; the other segments are already in sync")
         error = ConflictError(
             f"{n} conflict{'s' * (n != 1)} block{'s' * (n == 1)} {what}; {rest} — "
             "resolve each as it says and run again",
@@ -156,3 +181,27 @@ def segment_results(
             word, ok = quiet, True
         out.append(Segment(seg.value, ok, active, word))
     return tuple(out)
+
+
+def run_findings(plan: Plan, *, dry_run: bool) -> tuple[Finding, ...]:
+    """The warnings a run adds to its plan's findings, in text and in JSON alike ([U3]):
+    nothing was (or would be) synced because the project has no checkout registered
+    (``sync.no_checkout``) or every checkout is offline (``sync.all_offline``)."""
+    if plan.has_changes or any(c.state is not CheckoutState.OFFLINE for c in plan.checkouts):
+        return ()
+    was = "nothing would be synced" if dry_run else "nothing was synced"
+    if not plan.checkouts:
+        return (Finding("sync.no_checkout", "warning",
+                        f"{was}: project {plan.project} has no checkout registered — add "
+                        f"one with: aikito sync project {_quote(plan.project)} PATH", None),)
+    n = len(plan.checkouts)
+    every = "its only checkout is" if n == 1 else f"all {n} of its checkouts are"
+    return (Finding("sync.all_offline", "warning",
+                    f"{was}: {every} offline (project {plan.project}) — plug in or clone "
+                    "a checkout, then sync again", None),)
+
+
+def _quote(word: str) -> str:
+    from shlex import quote
+
+    return quote(word)

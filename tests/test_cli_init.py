@@ -300,7 +300,9 @@ def test_init_project_registers_its_checkout_under_home(home: Path, workspace: P
     assert sync.exit_code == 0, sync.output
 
 
-def test_init_project_without_checkout_and_as_json(workspace: Path) -> None:
+def test_init_project_without_checkout_and_as_json(
+        workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # no git work tree here: no checkout to register ([U1])
     d = doc(run("init", "project", "api", "--json"))
     assert d["exit_code"] == 0 and d["outcome"] == "applied" and d["error"] is None
     assert d["command"] == "project" and d["project"] == "api"
@@ -369,6 +371,7 @@ def test_help_shows_both_forms_and_examples() -> None:
     init = run("init", "--help")
     assert init.exit_code == 0
     assert init.stdout.startswith("Usage: aikito init [OPTIONS] [PATH]\n"
+                                  "       aikito init workspace [OPTIONS] [PATH]\n"
                                   "       aikito init project [OPTIONS] NAME [CHECKOUT]\n")
     assert "Examples:" in init.stdout and "aikito init project demo ~/code/demo" in init.stdout
     assert run("init", "somewhere", "--help").stdout == init.stdout

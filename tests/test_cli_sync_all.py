@@ -53,18 +53,18 @@ def test_every_project_one_block_each(three: WS) -> None:
         "",
         "project alpha",
         "checkout 1: <base>/co/alpha",
-        "  + a.md -> memory/a.md",
-        "memory: 1 to create, 0 to unlink, 0 conflicts, 0 unchanged, 0 skipped",
+        "  + .agents/memory/a.md -> memory/a.md",
+        "memory: 1 created, 0 unlinked, 0 conflicts, 0 unchanged, 0 skipped",
         "done: 1 change applied",
         "",
         "project broken: not synced (config error; see the message below)",
         "",
         "project zeta",
         "checkout 1: <base>/co/zeta",
-        "  + a.md -> memory/a.md",
+        "  + .agents/memory/a.md -> memory/a.md",
         "checkout 2: <base>/off",
         "  ~ checkout offline: <base>/off",
-        "memory: 1 to create, 0 to unlink, 0 conflicts, 0 unchanged, 1 skipped "
+        "memory: 1 created, 0 unlinked, 0 conflicts, 0 unchanged, 1 skipped "
         "(1 checkout offline)",
         "done: 1 change applied",
         "",
@@ -83,19 +83,37 @@ def test_quiet_keeps_each_project_and_what_was_done(three: WS) -> None:
     os.unlink(three.config_path("broken"))
     os.rmdir(os.path.dirname(three.config_path("broken")))
     assert run(three).exit_code == 0
-    res = run(three, "-q")
-    assert res.exit_code == 0
-    assert shown(three, res.stdout) == [
+    # [U3]: nothing changed: one line per project and the total line, -q or not.
+    for quiet in ((), ("-q",)):
+        res = run(three, *quiet)
+        assert res.exit_code == 0
+        assert shown(three, res.stdout) == [
+            "alpha: in sync (1 checkout)",
+            "zeta: in sync (2 checkouts, 1 offline)",
+            "sync: 2 projects: 2 in sync",
+        ]
+    # -v: the full report, each project in its block.
+    verbose = run(three, "-v")
+    assert shown(three, verbose.stdout) == [
         "workspace <base>/ws (option)", "",
         "project alpha",
-        "memory: 0 to create, 0 to unlink, 0 conflicts, 1 unchanged, 0 skipped",
+        "checkout 1: <base>/co/alpha",
+        "  = .agents/memory/a.md -> memory/a.md",
+        "memory: 0 created, 0 unlinked, 0 conflicts, 1 unchanged, 0 skipped",
         "done: already in sync, nothing to do", "",
         "project zeta",
-        "memory: 0 to create, 0 to unlink, 0 conflicts, 1 unchanged, 1 skipped "
+        "checkout 1: <base>/co/zeta",
+        "  = .agents/memory/a.md -> memory/a.md",
+        "checkout 2: <base>/off",
+        "  ~ checkout offline: <base>/off",
+        "memory: 0 created, 0 unlinked, 0 conflicts, 1 unchanged, 1 skipped "
         "(1 checkout offline)",
         "done: already in sync, nothing to do", "",
-        "sync: 2 projects: 2 unchanged",
+        "sync: 2 projects: 2 in sync",
     ]
+    # A dry run of projects in sync says so, not "planned".
+    dry = run(three, "--dry-run")
+    assert shown(three, dry.stdout)[-1] == "sync: 2 projects: 2 in sync"
 
 
 def test_dry_run_and_check_write_nothing(three: WS) -> None:

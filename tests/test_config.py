@@ -812,7 +812,7 @@ def test_configuration_errors_exit_4_and_write_nothing(
     text = env.sync("demo")
     assert text.exit_code == 4 and culprit in text.stderr
     status = env.run("status", "--json")
-    assert status.exit_code == 1
+    assert status.exit_code == 4  # [U3]: sync --check's code for this project
     project, = one_json(status.stdout)["projects"]
     assert project["error"]["code"] == code
     doctor = env.run("doctor", "--json")

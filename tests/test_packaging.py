@@ -29,7 +29,10 @@ def test_pre_commit_hook() -> None:
     hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
     assert [h["id"] for h in hooks] == ["aikito-sync-check"]
     hook = hooks[0]
-    assert hook["entry"] == "aikito sync project --check"
+    # [U4]: only the checkout being committed (pre-commit runs hooks at the work tree's
+    # root); a machine without a workspace passes (tests/test_cli_habits.py runs it for real).
+    assert hook["entry"] == ("aikito sync project . . --check --no-register "
+                             "--skip-without-workspace")
     assert hook["language"] == "python"
     # The check is about the whole checkout: it must never receive file names.
     assert hook["pass_filenames"] is False

@@ -54,14 +54,14 @@ def test_first_sync_links_every_segment_with_exact_lines(world: SegWorld) -> Non
     assert res.exit_code == 0, res.output
     lines = [ln.strip() for ln in res.stdout.splitlines() if ln.strip().startswith("+")]
     co = world.co
-    # Targets relative to the checkout (memory: to .agents/memory), sources to the
+    # Targets relative to the checkout, every segment's alike ([U2]), sources to the
     # workspace; --json carries the absolute paths.
     assert lines == [
         "+ .agents/skills/alpha -> skills/alpha",
         "+ .agents/skills/beta -> skills/beta",
         "+ .claude/CLAUDE.md -> projects/demo/AGENTS.md",
         "+ AGENTS.md -> projects/demo/AGENTS.md",
-        "+ a.md -> memory/a.md",
+        "+ .agents/memory/a.md -> memory/a.md",
     ]
     for target, literal in world.targets().values():
         assert os.readlink(target) == literal

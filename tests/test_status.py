@@ -38,8 +38,9 @@ def toml(paths: list[Path | str], memory: list[str]) -> str:
 
 
 def status(ws: Path, *extra: str) -> Result:
+    # Each line checked here is one logical line: printed wide enough not to wrap ([U2]).
     return CliRunner().invoke(cli, ["--workspace", str(ws), "status", *extra],
-                              catch_exceptions=False)
+                              catch_exceptions=False, env={"COLUMNS": "1000"})
 
 
 def doc(ws: Path) -> tuple[dict[str, Any], int]:
@@ -94,7 +95,7 @@ def test_pending_create(tmp_path: Path) -> None:
     co.mkdir()
     project(ws, "demo", toml([co], REFS))
     d, code = doc(ws)
-    assert code == 1
+    assert code == 7  # [U3]: pending, as sync --check
     assert the_checkout(d)["sync"] == {"in_sync": False, "create": 3, "unlink": 0,
                                        "conflict": 0, "foreign": 0}
     assert "3 to create" in status(ws).stdout
@@ -108,7 +109,7 @@ def test_pending_unlink(tmp_path: Path) -> None:
     Project.load("demo", str(ws)).sync()
     cfg.write_text(toml([co], ["style.md"]))
     d, code = doc(ws)
-    assert code == 1
+    assert code == 7
     # team/a.md's link and the emptied team/ directory, and glossary's link.
     assert the_checkout(d)["sync"] == {"in_sync": False, "create": 0, "unlink": 3,
                                        "conflict": 0, "foreign": 0}
@@ -175,7 +176,7 @@ def test_broken_agent_toml_is_listed_with_an_error(tmp_path: Path) -> None:
     project(ws, "typed", 'memory = "x.md"\n')
     Project.load("demo", str(ws)).sync()
     d, code = doc(ws)
-    assert code == 1
+    assert code == 4  # a project that cannot be read: a configuration error
     by_name = {p["name"]: p for p in d["projects"]}
     assert list(by_name) == ["broken", "demo", "typed"]
     assert by_name["broken"]["error"]["code"] == "config.toml_syntax"
@@ -245,7 +246,7 @@ def test_status_writes_nothing(tmp_path: Path) -> None:
     before = snapshot(tmp_path)
     for extra in ((), ("--json",)):
         res = status(ws, *extra)
-        assert res.exit_code == 1
+        assert res.exit_code == 4
     assert snapshot(tmp_path) == before
     assert not (b / ".agents").exists()
 
@@ -276,7 +277,7 @@ def test_one_project_that_cannot_be_planned_does_not_hide_the_others(tmp_path: P
     project(ws, "zeta", toml([], []))
     Project.load("demo", str(ws)).sync()
     d, code = doc(ws)
-    assert code == 1
+    assert code == 4
     by_name = {p["name"]: p for p in d["projects"]}
     assert list(by_name) == ["demo", "nul", "zeta"]
     assert set(by_name["nul"]) == {"name", "error"}
@@ -284,7 +285,7 @@ def test_one_project_that_cannot_be_planned_does_not_hide_the_others(tmp_path: P
     assert by_name["demo"]["checkouts"][0]["sync"]["in_sync"] is True
     assert by_name["zeta"]["checkouts"] == []
     text = status(ws)
-    assert text.exit_code == 1
+    assert text.exit_code == 4
     lines = text.stdout.splitlines()
     assert any(line.startswith("demo ") and "in sync" in line for line in lines)
     assert any(line.startswith("nul ") and "cannot be read" in line for line in lines)
@@ -310,7 +311,7 @@ def test_a_project_whose_plan_fails_is_listed_with_its_error(
 
     monkeypatch.setattr(Project, "plan", plan)
     d, code = doc(ws)
-    assert code == 1
+    assert code == (4 if isinstance(failure, ValueError) else 5)
     by_name = {p["name"]: p for p in d["projects"]}
     assert by_name["demo"]["checkouts"] == []
     expected = "status.invalid_path" if isinstance(failure, ValueError) else "status.os_error"
@@ -329,7 +330,7 @@ def test_state_per_segment_and_shared_checkout(tmp_path: Path) -> None:
     project(ws, "demo", toml([co], ["style.md"]) + 'skills = ["alpha"]\n')
     project(ws, "other", toml([co], []))
     d, code = doc(ws)
-    assert code == 1
+    assert code == 7
     proj = next(p for p in d["projects"] if p["name"] == "demo")
     segments = proj["checkouts"][0]["sync"]["segments"]
     assert segments["skills"] == {"in_sync": False, "create": 1, "unlink": 0, "conflict": 0}

@@ -21,6 +21,7 @@ Commands render a report and exit; outcomes and exit codes are decided by the en
 from __future__ import annotations
 
 import gc
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -28,7 +29,7 @@ from typing import Any
 import click
 
 from aikito_mem import __version__
-from aikito_mem.cli.options import HELP_WIDTH, FullSummaries
+from aikito_mem.cli.options import HELP_WIDTH, PROGRAMS, FullSummaries
 
 #: Each command of the root group: its module (under ``aikito_mem.cli``) and attribute.
 COMMANDS = {
@@ -88,6 +89,7 @@ class AikitoGroup(FullSummaries):
         try:
             code = super().main(args, prog_name, complete_var, False, **extra)
         except click.ClickException as exc:
+            _fit(exc)
             exc.show()
             code = exc.exit_code
         except click.Abort:
@@ -99,6 +101,16 @@ class AikitoGroup(FullSummaries):
             error = interruption(signal.SIGINT)
             emit(Output(error.exit_code, errors=error_lines(error, Display())))
         sys.exit(code if isinstance(code, int) else 0)
+
+
+def _fit(exc: click.ClickException) -> None:
+    """[U2]: click's ``Error: MESSAGE`` wrapped to the width, with a hanging indent."""
+    from aikito_mem.cli.options import output_width
+    from aikito_mem.render.text import wrap
+
+    prefix = "Error: "
+    lines = wrap(prefix + exc.message, output_width(), 2)
+    vars(exc)["message"] = "\n".join(lines)[len(prefix):]  # click types it Final
 
 
 ROOT_EPILOG = """\b
@@ -146,7 +158,10 @@ def main() -> None:
     everything else at once.  The API, a library in someone else's process, never
     touches the collector."""
     gc.disable()
-    cli(prog_name="aikito")
+    # The program names itself as it was called: its help, and the commands its remedies
+    # name, read ``aikito-mem …`` when it is called so (beside the reference tool).
+    called = os.path.basename(sys.argv[0]) if sys.argv else ""
+    cli(prog_name=called if called in PROGRAMS else "aikito")
 
 
 __all__ = ["cli", "main"]

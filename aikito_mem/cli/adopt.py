@@ -28,14 +28,16 @@ class AdoptView:
         self.dry_run = dry_run
 
     def render(self, report: AdoptReport) -> Output:
+        from aikito_mem.cli.options import display
         from aikito_mem.render.adopt import json_document, text_lines
-        from aikito_mem.render.text import Display, Output, message_lines, printable
+        from aikito_mem.render.text import Output, message_lines
 
         if self.as_json:
             return Output(report.exit_code, document=json_document(report))
-        lines = tuple(printable(line) for line in text_lines(report))
+        shown = display()
+        lines = tuple(shown.line(line) for line in text_lines(report))
         error = report.error
-        errors = message_lines(error.message, Display()) if error is not None else ()
+        errors = message_lines(error.message, shown) if error is not None else ()
         return Output(report.exit_code, lines=lines, errors=errors)
 
     def failed(self, error: AikitoError) -> AdoptReport:
@@ -66,13 +68,20 @@ Examples:
 @click.pass_context
 def adopt_cmd(ctx: click.Context, target: str, project: str | None, dry_run: bool,
               as_json: bool, lock_timeout: float) -> None:
-    """Move TARGET (<checkout>/.agents/memory/REL) to <workspace>/memory/REL, add REL to the
-    project's memory list and link it back.
+    """Move TARGET into the workspace, list it in agent.toml and link it back.
+
+    TARGET is a file or directory at
+    <checkout>/.agents/memory/REL (to memory/REL, listed in memory), a directory at
+    <checkout>/.agents/skills/NAME (to skills/NAME, listed in skills), or a file at an
+    instruction target such as AGENTS.md while the project's AGENTS.md is absent or empty
+    (to projects/NAME/AGENTS.md; every instruction target of the checkout linked).  An
+    identical copy is replaced by the link.
 
     Exit 0 adopted (or a clean dry run; other conflicts of the checkout are listed, never
-    a reason to stop), 1 refused (nothing written), 3 something changed meanwhile, 4
-    configuration error, 5 a step failed, 6 checkout busy, 130/143 interrupted.  Every
-    failure says where the content is.
+    a reason to stop), 1 refused (nothing written; a differing copy, a file git tracks),
+    3 something changed meanwhile, 4 configuration error or TARGET is the workspace's own
+    copy, 5 a step failed, 6 checkout busy, 130/143 interrupted.  Every failure says
+    where the content is.
     """
     with error_handler(AdoptView(as_json, dry_run=dry_run)) as handler:
         from aikito_mem.commands.adopt.run import adopt

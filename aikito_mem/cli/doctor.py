@@ -28,10 +28,10 @@ class DoctorView:
         self.dry_run = dry_run
 
     def render(self, report: DoctorReport) -> Output:
+        from aikito_mem.cli.options import display
         from aikito_mem.render.doctor import render
-        from aikito_mem.render.text import Display
 
-        return render(report, Display(as_json=self.as_json, verbose=self.verbose,
+        return render(report, display(as_json=self.as_json, verbose=self.verbose,
                                       color=self.color))
 
     def failed(self, error: AikitoError) -> DoctorReport:

@@ -24,11 +24,13 @@ class HookView:
         self.dry_run = dry_run
 
     def render(self, report: HookReport) -> Output:
-        from aikito_mem.render.text import Display, Output, message_lines, printable
+        from aikito_mem.cli.options import display
+        from aikito_mem.render.text import Output, message_lines
 
+        shown = display()  # [U2]: the width of this terminal
         error = report.error
-        errors = message_lines(error.message, Display()) if error is not None else ()
-        lines = tuple(printable(line) for line in report.lines())
+        errors = message_lines(error.message, shown) if error is not None else ()
+        lines = tuple(shown.line(line) for line in report.lines())
         return Output(report.exit_code, lines=lines, errors=errors)
 
     def failed(self, error: AikitoError) -> HookReport:

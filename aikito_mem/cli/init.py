@@ -70,9 +70,10 @@ class InitView:
         return InitResult(result.report, error)
 
     def render(self, result: InitResult) -> Output:
+        from aikito_mem.cli.options import display
         from aikito_mem.config.discovery import home_directory
         from aikito_mem.render.init import json_document, stopped_lines, text_lines
-        from aikito_mem.render.text import Display, Output, error_lines, printable
+        from aikito_mem.render.text import Output, error_lines
 
         report, error = result
         if self.as_json:
@@ -80,13 +81,14 @@ class InitView:
                 report, error, command=self.command, dry_run=self.dry_run,
                 project=self.project))
         home = home_directory()
+        shown = display()
         if error is None:
             assert report is not None
-            lines = [printable(line) for line in text_lines(report, home=home)]
+            lines = [shown.line(line) for line in text_lines(report, home=home)]
             return Output(0, lines=tuple(lines))
-        return Output(result.exit_code,
-                      lines=tuple(printable(line) for line in stopped_lines(report, home=home)),
-                      errors=error_lines(error, Display()))
+        # What a failed or interrupted run did write: the rest was not created.
+        lines = [shown.line(line) for line in stopped_lines(report, home=home)]
+        return Output(result.exit_code, lines=tuple(lines), errors=error_lines(error, shown))
 
 
 def _dry_run_and_json(ctx: click.Context, dry_run: bool, as_json: bool) -> tuple[bool, bool]:
@@ -136,6 +138,8 @@ class InitGroup(click.Group):
 
     def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         formatter.write_usage(ctx.command_path, "[OPTIONS] [PATH]")
+        formatter.write_usage(ctx.command_path, "workspace [OPTIONS] [PATH]",
+                              prefix="       ")
         formatter.write_usage(ctx.command_path, "project [OPTIONS] NAME [CHECKOUT]",
                               prefix="       ")
 
@@ -183,7 +187,8 @@ def init_cmd(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
     PATH defaults to where aikito looks for the workspace: $AIKITO_DIR, else ~/aikito
     (or the group option --workspace). Nothing is ever overwritten: on an existing
     workspace init adds only what is missing and says what already existed. A directory
-    named "project" is written ./project.
+    named "project" or "workspace" is written ./project or ./workspace;
+    `aikito init workspace [PATH]` is the same command.
 
     Exit 0 created (or nothing missing, or a dry run), 3 something appeared meanwhile
     (run again), 4 configuration error (nothing written), 5 a write failed, 130/143
@@ -193,12 +198,26 @@ def init_cmd(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
         _run_workspace(ctx, None, dry_run, as_json)
 
 
+@init_cmd.command("workspace",
+                  short_help="Create a workspace at PATH: the same as aikito init [PATH].")
+@click.argument("path", required=False)
+@click.option("--dry-run", is_flag=True, help="Say what would be created; write nothing.")
+@json_option(SCHEMA)
+@click.pass_context
+def workspace_alias_cmd(ctx: click.Context, path: str | None, dry_run: bool,
+                        as_json: bool) -> None:
+    """Create a workspace at PATH: the same as `aikito init [PATH]`, spelt as the
+    reference tool spells it ([U1]). A workspace in a directory named "workspace" is
+    written ./workspace."""
+    _run_workspace(ctx, path, *_dry_run_and_json(ctx, dry_run, as_json))
+
+
 @init_cmd.command("project", short_help="Create projects/NAME/agent.toml, registering CHECKOUT.",
                   epilog="""
 \b
 Examples:
   aikito init project demo ~/code/demo     # registered as ~/code/demo
-  aikito init project demo                 # no checkout yet: paths = []
+  aikito init project demo                 # in a git work tree: its root; else paths = []
   aikito --workspace ~/ws init project api /srv/api --dry-run
 """)
 @click.argument("name")
@@ -212,7 +231,9 @@ def project_cmd(ctx: click.Context, name: str, checkout: str | None, dry_run: bo
 
     CHECKOUT, an existing directory, is registered in `paths` the way
     `aikito sync project NAME CHECKOUT` would register it (~/… under your home
-    directory); without it, `aikito sync project NAME PATH` adds one later. The
+    directory). Without it, run inside a git work tree, that work tree's root is
+    registered (never your home directory, the workspace or a directory above them);
+    elsewhere none is, and `aikito sync project NAME PATH` adds one later. The
     workspace is found as for every command: --workspace, $AIKITO_DIR, the pointer file,
     ~/aikito.
 
@@ -224,8 +245,15 @@ def project_cmd(ctx: click.Context, name: str, checkout: str | None, dry_run: bo
     view = InitView("project", as_json=as_json, dry_run=dry_run, project=name)
     with error_handler(view) as handler:
         from aikito_mem.commands.init.run import init_project
+        from aikito_mem.config.discovery import Workspace, home_directory, resolve_workspace
 
-        report = init_project(workspace_of(ctx), name, checkout, dry_run=dry_run)
+        workspace: str | Workspace | None = workspace_of(ctx)
+        if checkout is None:  # [U1]: in a git work tree, its root (never one [H1] refuses)
+            from aikito_mem.commands.init.paths import work_tree_root
+
+            found = resolve_workspace(workspace_of(ctx))
+            checkout, workspace = work_tree_root(found.root, home_directory()), found
+        report = init_project(workspace, name, checkout, dry_run=dry_run)
         handler.finish(InitResult(report))
 
 

@@ -9,9 +9,12 @@ import math
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+
+if TYPE_CHECKING:  # pragma: no cover
+    from aikito_mem.render.text import Display
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -59,6 +62,35 @@ def use_color(option: bool | None) -> bool:
     return sys.stdout.isatty()
 
 
+def output_width() -> int:
+    """[U2]: the width of every text line — ``COLUMNS`` when set, else the terminal's,
+    else 100 (``shutil.get_terminal_size`` asks in that order)."""
+    import shutil
+
+    columns = shutil.get_terminal_size((HELP_WIDTH, 24)).columns
+    return columns if columns > 0 else HELP_WIDTH
+
+
+def display(**options: Any) -> Display:
+    """The :class:`~aikito_mem.render.text.Display` of a command: ``options`` plus where it
+    prints — the width ([U2]), the current directory and the home directory (physical,
+    as the paths of a plan are), which pasteable paths are written relative to."""
+    from aikito_mem.config.discovery import home_directory
+    from aikito_mem.render.text import Display
+
+    try:
+        cwd: str | None = os.getcwd()
+    except OSError:  # a deleted current directory: every path stays absolute
+        cwd = None
+    home = home_directory()
+    ctx = click.get_current_context(silent=True)
+    program = ctx.find_root().info_name if ctx is not None else None
+    return Display(width=output_width(), cwd=cwd,
+                   home=os.path.realpath(home) if home else None,
+                   program=program if program in PROGRAMS else "aikito",
+                   **options)
+
+
 def workspace_of(ctx: click.Context) -> str | None:
     """The group's ``--workspace`` option."""
     obj = ctx.find_root().obj or {}
@@ -68,6 +100,9 @@ def workspace_of(ctx: click.Context) -> str | None:
 
 #: Help text up to this width on a wide terminal (click's default stops at 80).
 HELP_WIDTH = 100
+#: The names the command is installed as: ``aikito``, and ``aikito-mem`` beside the
+#: reference tool's ``aikito`` (README, Getting started).
+PROGRAMS = ("aikito", "aikito-mem")
 
 
 class FullSummaries(click.Group):

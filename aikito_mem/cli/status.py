@@ -23,10 +23,10 @@ class StatusView:
         self.color = color
 
     def render(self, report: StatusReport) -> Output:
+        from aikito_mem.cli.options import display
         from aikito_mem.render.status import render
-        from aikito_mem.render.text import Display
 
-        return render(report, Display(as_json=self.as_json, color=self.color))
+        return render(report, display(as_json=self.as_json, color=self.color))
 
     def failed(self, error: AikitoError) -> StatusReport:
         from aikito_mem.commands.status import StatusReport
@@ -53,8 +53,9 @@ Examples:
 def status_cmd(ctx: click.Context, as_json: bool, color: bool | None) -> None:
     """Every project and checkout with its sync state (a dry run; writes nothing).
 
-    Exit 0 when everything is in sync, 1 when something is pending, conflicting or a
-    project cannot be read, 4 on a workspace error.
+    Exit codes are those of `aikito sync --check`: 0 every project in sync, 7 changes
+    pending, 1 a segment blocked by conflicts, 4 a configuration error (the workspace,
+    or a project that cannot be read).
     """
     view = StatusView(as_json, color=not as_json and use_color(color))
     with error_handler(view) as handler:

@@ -6,7 +6,7 @@ the outcome and exit code of every case are decided in :mod:`aikito_mem.outcome`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,6 +15,7 @@ from aikito_mem.cli.error_handler import error_handler
 from aikito_mem.cli.options import (
     FullSummaries,
     color_option,
+    display,
     json_option,
     lock_timeout_option,
     use_color,
@@ -61,9 +62,7 @@ class SyncView:
 
 def display_for(as_json: bool, color: bool | None, *, verbose: bool = False,
                 quiet: bool = False) -> Display:
-    from aikito_mem.render.text import Display
-
-    return Display(as_json=as_json, verbose=verbose, quiet=quiet,
+    return display(as_json=as_json, verbose=verbose, quiet=quiet,
                    color=not as_json and use_color(color))
 
 
@@ -108,8 +107,41 @@ Examples:
   aikito sync --dry-run --json  plan every project; one aikito.sync-all/1 document
 """
 
-#: The options of ``aikito sync`` alone (every project).
+#: The options ``aikito sync`` shares with ``sync project``: before ``project`` they mean
+#: what they mean after it ([U1], the reference tool's help writes them there).
 _ALL_OPTIONS = ("dry_run", "check", "as_json", "lock_timeout", "verbose", "quiet", "color")
+
+FORCE_REFUSAL = (
+    "--force: this engine never overwrites what it did not make. A file or directory in "
+    "the way is yours: move it into the workspace with `aikito adopt TARGET` (it is linked "
+    "back), or move it away yourself; to remove the links this workspace made, run "
+    "`aikito clean project NAME`")
+
+
+def _refuse_force(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """[U1]: ``--force`` anywhere in ``aikito sync …`` is a usage error, said at once."""
+    if value and not ctx.resilient_parsing:
+        raise click.UsageError(FORCE_REFUSAL, ctx)
+
+
+force_option = click.option("--force", is_flag=True, hidden=True, expose_value=False,
+                            is_eager=True, callback=_refuse_force)
+
+
+def inherited(ctx: click.Context, values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` (a subcommand's options) with those given only before the subcommand,
+    to ``aikito sync`` itself, taken from there ([U1])."""
+    from click.core import ParameterSource
+
+    parent = ctx.parent
+    if parent is None:
+        return values
+    out = dict(values)
+    for name in _ALL_OPTIONS:
+        if (parent.get_parameter_source(name) is ParameterSource.COMMANDLINE
+                and ctx.get_parameter_source(name) is not ParameterSource.COMMANDLINE):
+            out[name] = parent.params[name]
+    return out
 
 
 @click.group(cls=SyncGroup, invoke_without_command=True, help=SYNC_ALL_HELP,
@@ -120,24 +152,17 @@ _ALL_OPTIONS = ("dry_run", "check", "as_json", "lock_timeout", "verbose", "quiet
               help="Dry run; exit 7 when some project has changes pending.")
 @json_option("aikito.sync-all/1")
 @lock_timeout_option
-@click.option("-v", "--verbose", is_flag=True, help="Also list unchanged links.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="The full report: every operation, unchanged links included.")
 @click.option("-q", "--quiet", is_flag=True,
               help="Print only conflicts, summaries and what was done.")
 @color_option
+@force_option
 @click.pass_context
 def sync(ctx: click.Context, dry_run: bool, check: bool, as_json: bool, lock_timeout: float,
          verbose: bool, quiet: bool, color: bool | None) -> None:
-    from click.core import ParameterSource
-
-    given = [name for name in _ALL_OPTIONS
-             if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE]
     if ctx.invoked_subcommand is not None:
-        if given:
-            raise click.UsageError(
-                "these options belong to `aikito sync` alone (every project): "
-                f"{', '.join('--' + g.replace('_', '-').removeprefix('as-') for g in given)}"
-                f" — write them after `{ctx.invoked_subcommand}`", ctx)
-        return
+        return  # the subcommand reads the options given here ([U1])
     if verbose and quiet:
         raise click.UsageError("-v and -q cannot be combined", ctx)
     from aikito_mem.cli.sync_all import run_all
@@ -197,11 +222,16 @@ Examples:
               help="Sync PATH without adding it to agent.toml.")
 @click.option("--out", metavar="PLANFILE", default=None, shell_complete=complete.files,
               help="With --dry-run: save the frozen plan for `aikito apply PLANFILE`.")
+@click.option("--skip-without-workspace", is_flag=True,
+              help="No workspace on this machine (none configured, or the configured one "
+                   "missing): say so in one line and exit 0 (the pre-commit hook).")
 @lock_timeout_option
-@click.option("-v", "--verbose", is_flag=True, help="Also list unchanged links.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="The full report: every operation, unchanged links included.")
 @click.option("-q", "--quiet", is_flag=True,
               help="Print only conflicts, the summary and what was done.")
 @color_option
+@force_option
 @click.pass_context
 def sync_project(
     ctx: click.Context,
@@ -212,11 +242,18 @@ def sync_project(
     check: bool,
     no_register: bool,
     out: str | None,
+    skip_without_workspace: bool,
     lock_timeout: float,
     verbose: bool,
     quiet: bool,
     color: bool | None,
 ) -> None:
+    given = inherited(ctx, {"dry_run": dry_run, "check": check, "as_json": as_json,
+                            "lock_timeout": lock_timeout, "verbose": verbose,
+                            "quiet": quiet, "color": color})
+    dry_run, check, as_json = given["dry_run"], given["check"], given["as_json"]
+    lock_timeout, verbose, quiet = given["lock_timeout"], given["verbose"], given["quiet"]
+    color = given["color"]
     dry = dry_run or check
     if out is not None and not dry:
         raise click.UsageError("--out PLANFILE needs --dry-run (or --check)")
@@ -224,11 +261,34 @@ def sync_project(
         raise click.UsageError("-v and -q cannot be combined")
     view = SyncView(display_for(as_json, color, verbose=verbose, quiet=quiet), dry_run=dry)
     with error_handler(view) as handler:
+        if skip_without_workspace:
+            skipped = _no_workspace(view, workspace_of(ctx), dry_run=dry)
+            if skipped is not None:
+                handler.finish(skipped)
         if dry:
             handler.finish(_dry_run(view, workspace_of(ctx), name, path, check=check,
                                     register=not no_register, out=out))
         handler.finish(_sync(view, workspace_of(ctx), name, path, register=not no_register,
                              lock_timeout=lock_timeout))
+
+
+def _no_workspace(view: SyncView, workspace: str | None, *, dry_run: bool
+                  ) -> SyncReport | None:
+    """[U4]: the report of a machine without a workspace, else ``None`` (other errors of
+    discovery are raised as ever)."""
+    from aikito_mem.config.discovery import resolve_workspace
+    from aikito_mem.errors import ConfigError
+    from aikito_mem.outcome import NO_WORKSPACE_CODES, no_workspace_report
+    from aikito_mem.render.paths import Paths
+
+    try:
+        resolve_workspace(workspace)
+    except ConfigError as exc:
+        if exc.code not in NO_WORKSPACE_CODES:
+            raise
+        where = Paths(None, cwd=view.display.cwd, home=view.display.home)
+        return no_workspace_report(exc, dry_run=dry_run, shown=where.text(exc.path or "?"))
+    return None
 
 
 def _project(view: SyncView, workspace: str | None, name: str | None) -> Project:

@@ -314,8 +314,12 @@ def _sources(saved: Plan, fresh: Plan) -> Iterable[str]:
         if path not in new:
             yield f"the plan checks {path}, which is no source planning afresh derives"
         elif identity != new[path]:
-            how = "by identity" if new[path] else "by type"
-            yield f"source {path} must be checked {how}; the plan says otherwise"
+            if new[path]:
+                yield (f"source {path} needs a link created now, which the plan does not "
+                       "create (the plan checks only its type)")
+            else:
+                yield (f"source {path} needs no link created now, but the plan creates one "
+                       "(the plan checks its identity)")
     for path in new:
         if path not in old:
             yield f"source {path} is not checked by the plan"

@@ -39,6 +39,7 @@ import attrs
 from aikito_mem.errors import (
     EXIT_CONFLICT,
     EXIT_OK,
+    EXIT_PENDING,
     AikitoError,
     ConfigError,
     InterruptedError_,
@@ -117,6 +118,15 @@ class ProjectStatus:
     def in_sync(self) -> bool:
         return self.error is None and all(co.in_sync for co in self.checkouts)
 
+    @property
+    def exit_code(self) -> int:
+        """What ``aikito sync project NAME --check`` exits with for this project."""
+        if self.error is not None:
+            return exit_code_for(self.error)
+        if self.blocked:
+            return EXIT_CONFLICT
+        return EXIT_OK if self.in_sync else EXIT_PENDING
+
 
 @attrs.frozen
 class StatusReport:
@@ -133,9 +143,14 @@ class StatusReport:
 
     @property
     def exit_code(self) -> int:
+        """[U3]: ``sync --check``'s codes — 0 every project in sync, 7 changes pending, 1
+        a segment blocked, 4 a project that cannot be read (a configuration error) — the
+        first of 5, 3, 6, 4, 1, 7 any project has, as ``aikito sync`` combines them."""
         if self.error is not None:
             return exit_code_for(self.error)
-        return EXIT_OK if all(p.in_sync for p in self.projects) else EXIT_CONFLICT
+        from aikito_mem.commands.sync_all import combined_exit_code
+
+        return combined_exit_code([p.exit_code for p in self.projects])
 
 
 def _counts(plan: Plan) -> dict[str, SyncCounts]:
@@ -248,7 +263,7 @@ def _problem(name: str, error: AikitoError | OSError | ValueError) -> AikitoErro
     if isinstance(error, OSError):
         return AikitoError(f"{error.filename}: {error.strerror}", code="status.os_error")
     # ValueError: a path the system refuses (an embedded NUL byte, …).
-    return AikitoError(f"project {name!r} cannot be examined: {error} — fix the paths in "
+    return ConfigError(f"project {name!r} cannot be examined: {error} — fix the paths in "
                        "its agent.toml", code="status.invalid_path")
 
 

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "add_checkout_path",
+    "add_list_value",
     "add_memory_reference",
     "memory_edit_failed",
     "register_failed",
@@ -62,10 +63,11 @@ def register_failed(filename: str, path: str, why: str) -> ConfigError:
     )
 
 
-def memory_edit_failed(filename: str, ref: str, why: str) -> ConfigError:
+def memory_edit_failed(filename: str, ref: str, why: str, key: str = "memory"
+                       ) -> ConfigError:
     return ConfigError(
-        f"could not add {ref!r} to the memory list of {filename}: {why}; add it by hand and "
-        "run `aikito sync project` again", code="config.memory_edit_failed", path=filename,
+        f"could not add {ref!r} to the {key} list of {filename}: {why}; add it by hand and "
+        "run `aikito sync project` again", code=f"config.{key}_edit_failed", path=filename,
     )
 
 
@@ -197,21 +199,28 @@ def add_memory_reference(text: str, ref: str, *, filename: str = "agent.toml") -
     data with ``memory`` = old list + ``ref``; otherwise :class:`ConfigError` is raised and
     nothing should be written.
     """
+    return add_list_value(text, "memory", ref, filename=filename)
+
+
+def add_list_value(text: str, key: str, value: str, *, filename: str = "agent.toml") -> str:
+    """``text`` with ``value`` appended to the top-level list ``key`` (``memory``, or
+    ``skills`` for adopt [L5]), every other byte preserved; ``key = ["VALUE"]`` inserted
+    when absent."""
 
     def fail(why: str) -> ConfigError:
-        return memory_edit_failed(filename, ref, why)
+        return memory_edit_failed(filename, value, why, key)
 
-    element = _element(ref, fail)
+    element = _element(value, fail)
 
     def plan(data: dict[str, Any]) -> tuple[dict[str, Any], _Change]:
-        old = data.get("memory", [])
+        old = data.get(key, [])
         if not isinstance(old, list):
-            raise toml_layout.Unsupported("`memory` is not a list")
-        expected = {**data, "memory": [*old, ref]}
-        if "memory" in data:
-            return expected, partial(toml_layout.append_to_root_array, name="memory",
+            raise toml_layout.Unsupported(f"`{key}` is not a list")
+        expected = {**data, key: [*old, value]}
+        if key in data:
+            return expected, partial(toml_layout.append_to_root_array, name=key,
                                      element=element)
-        return expected, partial(toml_layout.insert_root_line, line=f"memory = [{element}]")
+        return expected, partial(toml_layout.insert_root_line, line=f"{key} = [{element}]")
 
     return _edit(text, plan, fail)
 

@@ -260,11 +260,16 @@ def refused(plan: Plan, outcome: str) -> SyncResult:
     )
 
 
-def _blocked_error(plan: Plan, *, partial: bool) -> ConflictError:
+def _blocked_error(plan: Plan, *, partial: bool, changed: bool = True) -> ConflictError:
     n = len(plan.conflicts)
     names = ", ".join(seg.value for seg in SEGMENT_ORDER if seg in plan.blocked_segments)
-    written = (f"nothing of {'them' if ',' in names else 'it'} was written, the other "
-               "segments were applied" if partial else "nothing was written")
+    them = "them" if "," in names else "it"
+    if not partial:
+        written = "nothing was written"
+    elif changed:
+        written = f"nothing of {them} was written, the other segments were applied"
+    else:  # the segments without conflicts had nothing to change
+        written = f"nothing of {them} was written, the other segments were already in sync"
     return ConflictError(
         f"plan for project {plan.project!r} has {n} conflict{'s' * (n != 1)} in the "
         f"{names} segment{'s' * (',' in names)}; {written} — resolve each conflict as it "
@@ -443,7 +448,7 @@ def _apply(plan: Plan, locks: Locks) -> SyncResult:
     changed = bool(applied) or registered
     if blocked:
         # [E8]: the segments without conflicts were applied; the run is still blocked.
-        error = _blocked_error(plan, partial=True)
+        error = _blocked_error(plan, partial=True, changed=changed)
         error.result = result("blocked", False, finished=True)
         raise error
     return result("applied" if changed else "unchanged", True)

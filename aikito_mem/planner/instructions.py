@@ -75,6 +75,17 @@ def _agents_words(target: InstructionTargetView) -> str:
     return f"the instructions of {names}"
 
 
+def _on_the_way(target: InstructionTargetView) -> tuple[tuple[str, Observed] | None, bool]:
+    """(the first directory on the way to the target that is not one, whether one is
+    missing) — whichever comes first, outermost first."""
+    for prel, pobs in target.parents:
+        if pobs.kind is Kind.ABSENT:
+            return None, True
+        if pobs.kind is not Kind.DIR:
+            return (prel, pobs), False
+    return None, False
+
+
 def _plan_target(checkout: str, source: InstructionSource,
                  target: InstructionTargetView, tracked: frozenset[str]) -> Operation | None:
     rel, obs, src = target.rel, target.observed, source.path
@@ -85,15 +96,7 @@ def _plan_target(checkout: str, source: InstructionSource,
                    remedy=f"make {src} a regular file inside the workspace, reached "
                    "through directories and symlinks that stay inside it, or remove it",
                    observed=obs)
-    blocked_parent: tuple[str, Observed] | None = None
-    missing_parent = False
-    for prel, pobs in target.parents:
-        if pobs.kind is Kind.ABSENT:
-            missing_parent = True
-            break
-        if pobs.kind is not Kind.DIR:
-            blocked_parent = (prel, pobs)
-            break
+    blocked_parent, missing_parent = _on_the_way(target)
     if source.state is not InstructionState.CONTENT:
         if owned and blocked_parent is None and not missing_parent:
             why = "is empty" if source.state is InstructionState.EMPTY else "does not exist"
@@ -130,6 +133,9 @@ def _plan_target(checkout: str, source: InstructionSource,
     remedy = (f"{what} is {_agents_words(target)} of this checkout and not aikito's: keep it "
               f"and leave the project instructions unlinked there, or move it into {src} "
               "and remove it, then run again (aikito never overwrites it)")
+    if obs.kind is Kind.FILE:  # [L5]: adopt resolves an identical copy
+        remedy += (f"; aikito adopt {what} replaces it with the link when it holds the same "
+                   f"text as {src} (and shows the differences otherwise)")
     return _op(Action.CONFLICT, checkout, rel,
                f"found {obs.describe()}; expected a symlink to {src!r}", src,
                remedy=remedy, observed=obs)

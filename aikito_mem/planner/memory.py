@@ -37,6 +37,7 @@ from aikito_mem.model import (
     ResourceSet,
     SourceCheck,
 )
+from aikito_mem.planner.remedies import adopt_remedy, quote, unmount_remedy
 from aikito_mem.views import CheckoutView
 
 __all__ = ["build_plan", "history", "literal_resolves_to", "owns"]
@@ -241,6 +242,10 @@ def _foreign(target: str, obs: Observed) -> Finding:
         "never looks into, writes into or removes a mount — unmount it yourself if it is "
         "not needed" if obs.kind is Kind.MOUNT else
         f"preserved {target}: {obs.describe()} that aikito did not create; it is left "
+        "untouched — to share it with every checkout: aikito adopt "
+        f"{quote(target)} (moves it into the workspace and links it back); else remove it "
+        "yourself if it is not needed" if obs.kind is Kind.FILE else
+        f"preserved {target}: {obs.describe()} that aikito did not create; it is left "
         "untouched (remove it yourself if it is not needed)",
         target,
     )
@@ -257,7 +262,7 @@ def _source_conflict(p: _CheckoutPlanner, res: Resource, obs: Observed) -> None:
                   "project notes are exposed only as a directory")
     elif res.missing and obs.kind in (Kind.FILE, Kind.DIR):
         # The content is here, not in the workspace: adopt moves it there and links it back.
-        remedy = (f"aikito adopt {p.target(res.rel)} (moves it to {res.source} and "
+        remedy = (f"aikito adopt {quote(p.target(res.rel))} (moves it to {res.source} and "
                   f"links it back), or remove {res.name!r} from memory in {p.config_path}")
     elif res.missing:
         remedy = (f"create {res.source}, or remove {res.name!r} from memory "
@@ -280,7 +285,7 @@ def _ancestor_conflict(p: _CheckoutPlanner, res: Resource, obs: Observed) -> Non
         remedy = (f"remove the link {p.target(anc)}: it is aikito's link to "
                   f"the former source {former}, nothing is lost — then run again")
     elif a_obs.kind is Kind.MOUNT:
-        remedy = _unmount(p.target(anc), res.name, p.config_path)
+        remedy = unmount_remedy(p.target(anc), res.name, p.config_path)
     else:
         remedy = (f"move {p.target(anc)} out of the way; aikito never removes "
                   "what it does not own")
@@ -328,8 +333,8 @@ def _entry_conflict(p: _CheckoutPlanner, res: Resource, obs: Observed) -> None:
     target = p.target(res.rel)
     p.op(Action.CONFLICT, R_PRESERVE, res.rel,
          f"found {obs.describe()}; expected a symlink to {res.source!r}",
-         remedy=_unmount(target, res.name, p.config_path) if obs.kind is Kind.MOUNT
-         else _adopt_remedy(target, res, obs, p.config_path), **_kw(res, obs))
+         remedy=unmount_remedy(target, res.name, p.config_path) if obs.kind is Kind.MOUNT
+         else adopt_remedy(target, res, obs, p.config_path), **_kw(res, obs))
 
 
 _Test = Callable[[_CheckoutPlanner, Resource, Observed], bool]
@@ -352,24 +357,6 @@ TARGET_RULES: tuple[tuple[str, _Test, _Plan], ...] = (
     ("any other link", lambda p, r, o: o.kind is Kind.LINK, _link_conflict),
     ("anything else", lambda p, r, o: True, _entry_conflict),
 )
-
-
-def _unmount(target: str, name: str, config_path: str) -> str:
-    """The remedy for a mount point where a link or a real directory is needed ([E5])."""
-    return (f"unmount {target} (aikito never writes into, looks into or removes another "
-            f"mounted filesystem), or remove {name!r} from memory in {config_path}")
-
-
-def _adopt_remedy(target: str, res: Resource, obs: Observed, config_path: str) -> str:
-    """The remedy for a file or directory at a desired memory target: ``aikito adopt``
-    where adopting resolves it (a reference: the content moves into the workspace, or an
-    identical copy is replaced by the link), else moving it out of the way."""
-    if not res.is_notes and obs.kind in (Kind.FILE, Kind.DIR):
-        return (f"aikito adopt {target} (replaces it with the link when it is an identical "
-                f"copy of {res.source}; shows the differences otherwise), or move it out of "
-                f"the way, or remove {res.name!r} from memory in {config_path}")
-    return (f"move {target} out of the way (aikito never overwrites it), or remove "
-            f"{res.name!r} from memory in {config_path}")
 
 
 def _checkout_conflict(view: CheckoutView, rel: str, found: Observed, what: str) -> Operation:

@@ -104,6 +104,11 @@ def _target(checkout: str, base: str, res: Resource, obs: Observed, workspace: s
     return op(Action.CONFLICT, f"found {obs.describe()}; expected a symlink to {res.source!r}",
               f"remove the link {target} if you no longer need it (aikito never "
               "replaces links it does not own)" if obs.kind is Kind.LINK else
+              # [L5]: adopt resolves it.
+              f"aikito adopt {target} (replaces it with the link when it is an identical "
+              f"copy of {res.source}; shows the differences otherwise), or move it out of "
+              f"the way, or remove {res.name!r} from skills in {config_path}"
+              if obs.kind is Kind.DIR else
               f"move {target} out of the way (aikito never overwrites it), or remove "
               f"{res.name!r} from skills in {config_path}")
 

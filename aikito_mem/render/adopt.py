@@ -8,7 +8,7 @@ from typing import Any
 
 from aikito_mem.commands.adopt.plan import CONTRACT_VERSION, SCHEMA, AdoptReport, Method, Step
 from aikito_mem.errors import AdoptRefused
-from aikito_mem.model import Operation
+from aikito_mem.model import Operation, SegmentName
 
 _HOW = {Method.RENAME: "rename", Method.COPY: "copy across filesystems, verify, remove",
         Method.REPLACE: "already there, identical: remove TARGET"}
@@ -47,6 +47,7 @@ def json_document(report: AdoptReport) -> dict[str, Any]:
         "reference": a.reference if a else None,
         "destination": a.destination if a else None,
         "kind": a.kind.value if a else None,
+        "segment": a.segment.value if a else None,
         "method": report.method.value if report.method else None,
         "dry_run": report.dry_run,
         "outcome": report.outcome.value,
@@ -83,9 +84,12 @@ def text_lines(report: AdoptReport) -> list[str]:
     lines.append(f"  {verb}: {a.target} -> {a.destination} ({how}) "
                  f"[{steps[Step.MOVE].status.value}]")
     reg = steps[Step.REGISTER].status.value
-    lines.append(f"  memory list: add {a.reference!r} "
-                 f"[{'already listed' if reg == 'skipped' else reg}]")
+    if a.segment is not SegmentName.INSTRUCTIONS:  # [L5]: an instruction target is in no list
+        lines.append(f"  {a.segment.value} list: add {a.reference!r} "
+                     f"[{'already listed' if reg == 'skipped' else reg}]")
     lines.append(f"  link: {a.target} -> {a.destination} [{steps[Step.LINK].status.value}]")
+    lines.extend(f"  link: {op.target} -> {a.destination} (another instruction target) "
+                 f"[{steps[Step.LINK].status.value}]" for op in a.links)
     if report.conflicts:
         n = len(report.conflicts)
         lines.append(f"note: the checkout has {n} other conflict{'s' * (n != 1)}, left for "

@@ -1,26 +1,25 @@
-"""How a text line names a path (SPEC §9): relative, so that a line fits a terminal.
+"""How a text line names a path (SPEC §9, [U2]): short, and pasteable.
 
 - a target is shown relative to its checkout, whose header line names the checkout's
-  label and absolute path; a memory target drops the ``.agents/memory/`` every memory
-  target shares, so it reads as the reference ``agent.toml`` lists
-  (``+ style.md -> memory/style.md``); the targets of the other segments keep their path
-  inside the checkout (``.agents/skills/review``, ``AGENTS.md``);
+  label and absolute path — every segment's alike: ``.agents/memory/style.md``,
+  ``.agents/skills/review``, ``AGENTS.md`` ([U2]);
 - a source, or any other path inside the workspace, relative to the workspace, whose
   absolute path the project header names;
-- inside a reason, a remedy or a finding, a path under the checkout is shown relative to
-  the checkout (``.agents/memory/style.md``: a remedy can be run from the checkout root)
-  and a path under the workspace relative to the workspace;
-- the checkout itself and paths outside both stay absolute.
+- inside a reason, a remedy or a finding — text a person may paste — a path is written
+  so that it works in the directory where the command was run ([U2]): relative to that
+  directory when below it, else ``~/…`` when under the home directory (never inside
+  quotes, where a shell would not expand ``~``), else absolute;
+- the checkout itself and every other path stay absolute.
 
-``--json`` never goes through this module: documents carry absolute paths.  Pure.
+``--json`` never goes through this module: documents carry absolute paths.  Pure: the
+current directory and the home directory are given.
 """
 
 from __future__ import annotations
 
 import re
 
-from aikito_mem.layout import MEMORY_DIR
-from aikito_mem.model import Operation, SegmentName
+from aikito_mem.model import Operation
 
 
 def _under(path: str, base: str) -> str | None:
@@ -32,40 +31,87 @@ def _under(path: str, base: str) -> str | None:
     return rest or None
 
 
-class Paths:
-    """The relative names of one block of text: a checkout (or none) in a workspace."""
+# A command of this tool a remedy names: ``aikito adopt …``, ``aikito sync …``.
+_COMMAND = re.compile(r"(\baikito )(adopt|sync|clean|apply|init|doctor|status)\b")
+# A base only where a path starts: not in the middle of another path.
+_START = r"(?<![^\s'\"(\[=,:;`])"
 
-    def __init__(self, workspace: str | None, checkout: str | None = None) -> None:
+
+class Paths:
+    """The names of one block of text: a checkout (or none) in a workspace, printed in
+    ``cwd`` by a user whose home is ``home``."""
+
+    def __init__(self, workspace: str | None, checkout: str | None = None, *,
+                 cwd: str | None = None, home: str | None = None,
+                 named: bool = False, program: str = "aikito") -> None:
         self.workspace = workspace
         self.checkout = checkout
-        # Longest base first, so a workspace inside a checkout (or the reverse) is named
-        # relative to the nearer one.  The filesystem root is never a base.
-        bases = [b.rstrip("/") for b in (checkout, workspace) if b and b.rstrip("/")]
+        #: The workspace was named on the command line (``--workspace``): a command a
+        #: remedy names needs it too, to reach the same workspace.
+        self._named = named and workspace is not None
+        #: The name the command was called by: the commands a remedy names use it.
+        self._program = program
+        self._cwd = cwd.rstrip("/") if cwd and cwd.rstrip("/") else None
+        self._home = home.rstrip("/") if home and home.rstrip("/") else None
+        # The nearer base wins: the current directory when the home holds it, else home.
+        # The filesystem root is never a base.
+        bases = [b for b in (self._cwd, self._home) if b]
         bases.sort(key=len, reverse=True)
         self._pattern = None if not bases else re.compile(
-            # A base only where a path starts: not in the middle of another path.
-            r"(?<![^\s'\"(\[=,:;])(" + "|".join(re.escape(b + "/") for b in bases) + ")"
+            _START + "(['\"]?)(" + "|".join(re.escape(b + "/") for b in bases) + ")"
         )
 
     def target(self, op: Operation) -> str:
-        """``op.target`` as its line shows it."""
+        """``op.target`` as its line shows it: relative to its checkout."""
         rel = _under(op.target, self.checkout) if self.checkout else None
-        if rel is None:
-            return op.target
-        if op.segment is SegmentName.MEMORY:
-            inside = _under(rel, MEMORY_DIR)
-            if inside is not None:
-                return inside
-        return rel
+        return op.target if rel is None else rel
 
     def source(self, path: str) -> str:
         """A source (or any workspace path): relative to the workspace."""
         rel = _under(path, self.workspace) if self.workspace else None
         return path if rel is None else rel
 
+    def pasteable(self, path: str) -> str:
+        """One path as a person pastes it where the command ran ([U2]): the current
+        directory itself is ``.``."""
+        if self._cwd is not None and path.rstrip("/") == self._cwd:
+            return "."
+        return self._located(path)
+
     def text(self, message: str) -> str:
-        """A reason, remedy or finding with the checkout's and the workspace's paths
-        shown relative."""
+        """A remedy or finding with each path written to work where the command ran
+        ([U2])."""
+        if self._named or self._program != "aikito":
+            option = f"--workspace {self._workspace()} " if self._named else ""
+            message = _COMMAND.sub(lambda m: f"{self._program} {option}{m.group(2)}",
+                                   message)
+        return self._located(message)
+
+    def _located(self, message: str) -> str:
+        """``message`` with its paths relative to the current directory or home."""
         if self._pattern is None:
             return message
-        return self._pattern.sub("", message)
+        return self._pattern.sub(self._replace, message)
+
+    def _workspace(self) -> str:
+        from shlex import quote
+
+        assert self.workspace is not None
+        return self.pasteable(quote(self.workspace))
+
+    def reason(self, message: str) -> str:
+        """A reason: like :meth:`text`, except that a quoted path is a literal — what a
+        link holds or should hold — and is shown exactly ([U2]: "expected a symlink to
+        '<the literal actually written>'")."""
+        if self._pattern is None:
+            return message
+        return self._pattern.sub(lambda m: m.group() if m.group(1) else self._replace(m),
+                                 message)
+
+    def _replace(self, match: re.Match[str]) -> str:
+        quote, base = match.group(1), match.group(2).rstrip("/")
+        if base == self._cwd:
+            return quote
+        if quote:  # a shell expands no ``~`` inside quotes: keep it absolute
+            return match.group()
+        return quote + "~/"

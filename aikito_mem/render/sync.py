@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from aikito_mem.errors import Outcome
+from aikito_mem.errors import EXIT_PENDING, Outcome
 from aikito_mem.model import (
     SEGMENT_ORDER,
     Action,
     CheckoutState,
+    Finding,
     Operation,
     Plan,
     SegmentName,
@@ -19,7 +20,7 @@ from aikito_mem.model import (
     Status,
     SyncResult,
 )
-from aikito_mem.outcome import SyncReport, segment_results
+from aikito_mem.outcome import SyncReport, run_findings, segment_results
 from aikito_mem.render.paths import Paths
 from aikito_mem.render.text import (
     Display,
@@ -68,8 +69,10 @@ def json_document(
     plan: Plan | None = None,
     result: SyncResult | None = None,
     error: dict[str, Any] | None = None,
+    findings: tuple[Finding, ...] = (),
 ) -> dict[str, Any]:
-    """The one JSON document of SPEC §9, for every outcome."""
+    """The one JSON document of SPEC §9, for every outcome (``findings``: those of a run
+    without a plan)."""
     if result is not None:
         plan = result.plan
     summary = plan.summary() if plan is not None else dict(_EMPTY_SUMMARY)
@@ -103,7 +106,8 @@ def json_document(
         "findings": [
             {"code": f.code, "severity": str(f.severity), "message": f.message,
              "path": f.path}
-            for f in (plan.findings if plan is not None else ())
+            for f in (findings if plan is None else
+                      (*plan.findings, *run_findings(plan, dry_run=dry_run)))
         ],
         "segments": segments,
         "registered": plan.register if (plan is not None and result is not None
@@ -148,26 +152,47 @@ def document(report: SyncReport) -> dict[str, Any]:
         outcome=report.outcome, exit_code=report.exit_code, plan=report.plan,
         result=report.result,
         error=error_json(report.error) if report.error is not None else None,
+        findings=report.findings,
     )
 
 
-def summary_lines(plan: Plan) -> list[str]:
+def _counts(plan: Plan, seg: SegmentName, statuses: tuple[Status, ...] | None) -> str:
+    """``3 to create, 1 to unlink, 0 conflicts, 27 unchanged, 2 skipped`` — or, for a run
+    that was carried out (``statuses`` given), what it did: ``3 created, 1 unlinked, …``
+    and how many changes were not applied or had an unknown effect."""
+    s = plan.summary(seg)
+    conflicts = plural(s["conflict"], "conflict")
+    tail = f"{conflicts}, {s['noop']} unchanged, {s['skip']} skipped"
+    if statuses is None:
+        return f"{s['create']} to create, {s['unlink']} to unlink, {tail}"
+    done = {Action.CREATE: 0, Action.UNLINK: 0}
+    missed = {Status.NOT_APPLIED: 0, Status.UNKNOWN: 0}
+    for op, status in zip(plan.operations, statuses, strict=True):
+        if op.segment is not seg or op.action not in done:
+            continue
+        if status is Status.APPLIED:
+            done[op.action] += 1
+        elif status in missed:
+            missed[status] += 1
+    extra = "".join(f", {n} {st.value.replace('_', ' ')}" for st, n in missed.items() if n)
+    return (f"{done[Action.CREATE]} created, {done[Action.UNLINK]} unlinked, {tail}"
+            f"{extra}")
+
+
+def summary_lines(plan: Plan, statuses: tuple[Status, ...] | None = None) -> list[str]:
     """One summary line per segment that has anything configured or found (SPEC §9):
-    skills and instructions when active, memory always."""
+    skills and instructions when active, memory always; in the past tense for a run
+    that was carried out (``statuses`` given)."""
     out = []
     for seg in (SegmentName.SKILLS, SegmentName.INSTRUCTIONS):
         if plan.segment_active(seg) or (seg is SegmentName.SKILLS and plan.skills):
-            s = plan.summary(seg)
-            out.append(f"{seg.value}: {s['create']} to create, {s['unlink']} to unlink, "
-                       f"{plural(s['conflict'], 'conflict')}, {s['noop']} unchanged, "
-                       f"{s['skip']} skipped")
-    out.append(summary_line(plan))
+            out.append(f"{seg.value}: {_counts(plan, seg, statuses)}")
+    out.append(summary_line(plan, statuses))
     return out
 
 
-def summary_line(plan: Plan) -> str:
+def summary_line(plan: Plan, statuses: tuple[Status, ...] | None = None) -> str:
     """``memory: 3 to create, 1 to unlink, 0 conflicts, 27 unchanged, 2 skipped (…)``."""
-    s = plan.summary(SegmentName.MEMORY)
     offline = sum(1 for c in plan.checkouts if c.state is CheckoutState.OFFLINE)
     shadowed = sum(1 for op in plan.operations
                    if op.action is Action.SKIP and op.rule == "S4")
@@ -177,9 +202,13 @@ def summary_line(plan: Plan) -> str:
     if shadowed:
         notes.append(f"{shadowed} shadowed")
     extra = f" ({', '.join(notes)})" if notes else ""
-    return (f"memory: {s['create']} to create, {s['unlink']} to unlink, "
-            f"{plural(s['conflict'], 'conflict')}, {s['noop']} unchanged, "
-            f"{s['skip']} skipped{extra}")
+    return f"memory: {_counts(plan, SegmentName.MEMORY, statuses)}{extra}"
+
+
+def _undetected(op: Operation) -> bool:
+    """A SKIP because no agent that reads the target is installed: shown with -v only
+    ([U3]; still counted in the summary)."""
+    return op.action is Action.SKIP and op.reason.startswith("agent not detected")
 
 
 def _op_line(op: Operation, status: Status | None, offline: bool,
@@ -200,11 +229,12 @@ def _op_line(op: Operation, status: Status | None, offline: bool,
         return display.line(f"  - {target}{tail}{mark}", "yellow")
     if a is _CONFLICT:
         remedy = f" ({paths.text(op.remedy)})" if op.remedy else ""
-        return display.line(f"  ! {target}: {paths.text(op.reason)}{remedy}", "red",
+        return display.line(f"  ! {target}: {paths.reason(op.reason)}{remedy}", "red",
                             bold=True)
     if a is Action.SKIP:
-        return None if offline else display.line(
-            f"  ~ {target}: skipped ({paths.text(op.reason)})")
+        if offline or (_undetected(op) and not display.verbose):
+            return None
+        return display.line(f"  ~ {target}: skipped ({paths.reason(op.reason)})")
     if not display.verbose:
         return None
     return display.line(f"  = {target} -> {source}")
@@ -229,28 +259,41 @@ def _in_checkout(path: str | None, checkout: str) -> bool:
     return path is not None and path.startswith(checkout.rstrip("/") + "/")
 
 
+def _paths(plan: Plan, display: Display, checkout: str | None = None) -> Paths:
+    return Paths(plan.workspace, checkout, cwd=display.cwd, home=display.home,
+                 named=plan.workspace_source == "option", program=display.program)
+
+
+def _shown_findings(plan: Plan, display: Display, *, dry_run: bool) -> list[Finding]:
+    """The findings a text report shows: warnings (and, with -v, notes), the run's own
+    warnings ([U3]) included."""
+    if display.quiet:  # -q keeps the run's own warning: nothing was synced
+        return list(run_findings(plan, dry_run=dry_run))
+    every = (*plan.findings, *run_findings(plan, dry_run=dry_run))
+    return [f for f in every if display.verbose or f.severity != Severity.INFO]
+
+
 def text_report(plan: Plan, display: Display,
                 statuses: tuple[Status, ...] | None = None, *,
-                header: bool = True) -> list[str]:
+                header: bool = True, dry_run: bool = True) -> list[str]:
     """Operations grouped under a header per checkout (each with its findings), then the
     findings of no checkout and the summary.  Paths are shown relative
     (:mod:`aikito_mem.render.paths`)."""
     lines: list[str] = []
     quiet, verbose = display.quiet, display.verbose
-    top = Paths(plan.workspace)
+    top = _paths(plan, display)
     if header and not quiet:
         where = (f" ({plan.register} will be registered in "
-                 f"{top.source(plan.config_path)})") if plan.register else ""
+                 f"{top.source(plan.config_path)})") if plan.register and dry_run else ""
         lines.append(display.line(f"project {plan.project} — workspace {plan.workspace}"
                                   f"{where}"))
     by_checkout: dict[str, list[tuple[int, Operation]]] = {}
     for i, op in enumerate(plan.operations):
         by_checkout.setdefault(op.checkout, []).append((i, op))
-    shown = [f for f in plan.findings
-             if not quiet and (verbose or f.severity != Severity.INFO)]
+    shown = _shown_findings(plan, display, dry_run=dry_run)
     placed: set[int] = set()
     for co in plan.checkouts:
-        paths = Paths(plan.workspace, co.path)
+        paths = _paths(plan, display, co.path)
         offline = co.state is CheckoutState.OFFLINE
         body: list[str] = []
         if offline and not quiet:
@@ -276,7 +319,7 @@ def text_report(plan: Plan, display: Display,
     for n, f in enumerate(shown):
         if n not in placed:
             lines.append(display.line(f"{f.severity}: {top.text(f.message)}", "magenta"))
-    lines.extend(display.line(line) for line in summary_lines(plan))
+    lines.extend(display.line(line) for line in summary_lines(plan, statuses))
     return lines
 
 
@@ -287,22 +330,47 @@ def quote(word: str) -> str:
     return quote(word)
 
 
-def _nothing_synced(plan: Plan) -> str | None:
-    """Why a run that found nothing to do synced nothing at all: no active checkout."""
-    if any(c.state is not CheckoutState.OFFLINE for c in plan.checkouts):
+def apply_command(plan: Plan, display: Display) -> str:
+    """The command that applies what ``plan`` would change ([U3]), its paths pasteable
+    where the command ran ([U2])."""
+    paths = _paths(plan, display)
+    words = ["aikito", "sync", "project", quote(plan.project)]
+    if plan.explicit_path is not None:
+        words.append(paths.pasteable(quote(plan.explicit_path)))
+        labels = {c.label for c in plan.checkouts}
+        if plan.register is None and labels == {"explicit"}:
+            words.append("--no-register")
+    return paths.text(" ".join(words))
+
+
+def compact_lines(report: SyncReport, display: Display) -> list[str] | None:
+    """[U3]: a run where nothing changed — nothing to do, nothing blocked — in one line
+    (``demo: in sync (3 checkouts, 1 offline)``), then its warnings; ``None`` when the
+    report needs more (changes, conflicts, an error, or -v)."""
+    plan = report.plan
+    if (plan is None or report.error is not None or display.verbose or plan.has_changes
+            or plan.blocked or report.outcome not in (Outcome.UNCHANGED, Outcome.PLANNED)):
         return None
-    if not plan.checkouts:
-        return (f"project {plan.project} has no checkout registered — add one with: "
-                f"aikito sync project {quote(plan.project)} PATH")
     n = len(plan.checkouts)
-    every = "its only checkout is" if n == 1 else f"all {n} of its checkouts are"
-    return (f"{every} offline (project {plan.project}) — plug in or clone a checkout, "
-            "then sync again")
+    offline = sum(1 for c in plan.checkouts if c.state is CheckoutState.OFFLINE)
+    if n == 0:
+        head = f"{plan.project}: not synced (no checkout registered)"
+    elif offline == n:
+        head = f"{plan.project}: not synced ({plural(n, 'checkout')}, all offline)"
+    else:
+        rest = f", {offline} offline" if offline else ""
+        head = f"{plan.project}: in sync ({plural(n, 'checkout')}{rest})"
+    lines = [display.line(head, "green" if n > offline else "yellow")]
+    top = _paths(plan, display)
+    lines.extend(display.line(f"{f.severity}: {top.text(f.message)}", "magenta")
+                 for f in _shown_findings(plan, display, dry_run=report.dry_run))
+    return lines
 
 
-def _closing_lines(report: SyncReport, plan_file: str | None) -> list[tuple[str, str | None]]:
+def _closing_lines(report: SyncReport, plan_file: str | None,
+                   display: Display) -> list[tuple[str, str | None]]:
     """What a report without error ends with, and each line's colour: what was done
-    (``done: …``), that nothing was synced (a warning), or what a dry run did."""
+    (``done: …``), or what a dry run did and the command that applies it."""
     plan = report.plan
     if plan is None:
         return []
@@ -310,42 +378,46 @@ def _closing_lines(report: SyncReport, plan_file: str | None) -> list[tuple[str,
     if outcome is Outcome.APPLIED:
         out: list[tuple[str, str | None]] = []
         if report.result is not None and report.result.registered:
-            where = Paths(plan.workspace).source(plan.config_path)
+            where = _paths(plan, display).source(plan.config_path)
             out.append((f"registered {plan.register} in {where}", None))
         out.append((f"done: {plural(len(plan.changes), 'change')} applied", "green"))
         return out
-    if outcome not in (Outcome.UNCHANGED, Outcome.PLANNED):
-        return []
-    idle = _nothing_synced(plan) if not plan.has_changes else None
+    if outcome not in (Outcome.UNCHANGED, Outcome.PLANNED) or run_findings(
+            plan, dry_run=report.dry_run):
+        return []  # nothing was synced: its warning says so
     if not report.dry_run:
-        if idle is not None:
-            return [(f"warning: nothing was synced: {idle}", "yellow")]
         return [("done: already in sync, nothing to do", "green")]
     if plan_file is not None:
         return [(f"dry run: nothing was synced; plan saved to {plan_file} — apply it with: "
                  f"aikito apply {quote(plan_file)}", None)]
-    if idle is not None:
-        return [(f"warning: nothing to sync: {idle}", "yellow")]
     if not plan.has_changes:
         return [("dry run: already in sync, nothing to do", None)]
-    return [("dry run: nothing was written", None)]
+    what = ("changes pending, nothing was written" if report.exit_code == EXIT_PENDING
+            else "nothing was written")
+    return [(f"dry run: {what} — to apply: {apply_command(plan, display)}", None)]
 
 
 def text_lines(report: SyncReport, display: Display, *, plan_file: str | None = None,
                header: bool = True) -> list[str]:
-    """The text report of a sync: the plan (with statuses of a real run), then the
-    closing line.  ``-q`` keeps the closing line of a real run (whether changes were
-    applied), the warning that nothing was synced, and where a plan was saved."""
+    """The text report of a sync: the one line of a run with nothing to do
+    (:func:`compact_lines`), else the plan (with statuses of a real run) and the closing
+    line.  ``-q`` keeps the closing line of a real run (whether changes were applied),
+    the command that applies a dry run, and where a plan was saved."""
     if report.plan is None:
-        return []
+        return [display.line(f"notice: {f.message}", "yellow") for f in report.findings]
+    if plan_file is None:
+        compact = compact_lines(report, display)
+        if compact is not None:
+            return compact
     statuses = None
     if report.result is not None and report.result.statuses and not report.dry_run:
         statuses = report.result.statuses
-    lines = text_report(report.plan, display, statuses, header=header)
+    lines = text_report(report.plan, display, statuses, header=header,
+                        dry_run=report.dry_run)
     if report.error is None:
-        for text, colour in _closing_lines(report, plan_file):
+        for text, colour in _closing_lines(report, plan_file, display):
             if display.quiet and report.dry_run and plan_file is None \
-                    and not text.startswith("warning:"):
+                    and "to apply:" not in text:
                 continue
             lines.append(display.line(text, colour))
     return lines

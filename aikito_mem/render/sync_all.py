@@ -12,9 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from aikito_mem.commands.sync_all import SyncAllReport
+from aikito_mem.errors import Outcome
 from aikito_mem.outcome import SyncReport
+from aikito_mem.render.sync import compact_lines, text_lines
 from aikito_mem.render.sync import document as sync_document
-from aikito_mem.render.sync import text_lines
 from aikito_mem.render.text import Display, Output, error_json, listed, message_lines, plural
 
 SCHEMA = "aikito.sync-all/1"
@@ -54,40 +55,67 @@ def document(report: SyncAllReport) -> dict[str, Any]:
     }
 
 
-def _block(project: SyncReport, display: Display) -> list[str]:
+def _block(project: SyncReport, display: Display) -> tuple[list[str], bool]:
+    """A project's lines, and whether they are the one line of a project with nothing
+    to do ([U3])."""
     name = project.project or "?"
     if project.plan is None:
         word = str(project.outcome).replace("_", " ")
         return [display.line(f"project {name}: not synced ({word}; see the message below)",
-                             "red", bold=True)]
+                             "red", bold=True)], False
+    compact = compact_lines(project, display)
+    if compact is not None:
+        return compact, True
     lines = [display.line(f"project {name}", "blue", bold=True)]
     lines.extend(text_lines(project, display, header=False))
-    return lines
+    return lines, False
+
+
+def _word(project: SyncReport) -> str:
+    """What became of one project, in the words of the summary line: a project with
+    nothing to change is ``in sync``, whether the run was real or dry."""
+    plan = project.plan
+    if (project.outcome in (Outcome.UNCHANGED, Outcome.PLANNED) and plan is not None
+            and not plan.has_changes and not plan.blocked):
+        return "in sync"
+    return str(project.outcome).replace("_", " ")
 
 
 def summary_line(report: SyncAllReport) -> str:
-    """``sync: 3 projects: 1 applied, 1 unchanged, 1 config error``."""
-    counts = outcome_counts(report)
+    """``sync: 3 projects: 1 applied, 1 in sync, 1 config error``."""
     if not report.projects:
         return "sync: no project in this workspace, nothing was synced"
-    words = ", ".join(f"{n} {word.replace('_', ' ')}" for word, n in counts.items())
+    counts: dict[str, int] = {}
+    for project in sorted(report.projects, key=lambda p: _rank(str(p.outcome))):
+        word = _word(project)
+        counts[word] = counts.get(word, 0) + 1
+    words = ", ".join(f"{n} {word}" for word, n in counts.items())
     return f"sync: {plural(len(report.projects), 'project')}: {words}"
 
 
 def text(report: SyncAllReport, display: Display) -> tuple[list[str], list[str]]:
-    """The stdout lines and the stderr lines."""
+    """The stdout lines and the stderr lines: projects with nothing to do one line each,
+    the others in a block of their own between blank lines."""
+    blocks = [_block(project, display) for project in report.projects]
+    worst = next((w for w in reversed(_ORDER) if w in outcome_counts(report)), None)
+    colour = "yellow" if not report.projects else _COLOUR.get(worst or "")
+    if blocks and report.error is None and all(one for _, one in blocks):
+        # [U3]: nothing changed anywhere: a line per project and the total line.
+        quiet = [line for block, _ in blocks for line in block]
+        return [*quiet, display.line(summary_line(report), colour)], []
     lines = [display.line(f"workspace {report.workspace} ({report.workspace_source})")]
     errors: list[str] = []
-    for project in report.projects:
-        lines.append("")
-        lines.extend(_block(project, display))
+    compact = False
+    for project, (block, one) in zip(report.projects, blocks, strict=True):
+        if not (one and compact):
+            lines.append("")
+        lines.extend(block)
+        compact = one
         if project.error is not None and project.error is not report.error:
             errors.extend(message_lines(
                 f"project {project.project}: {project.error.message}", display,
                 listed(project.error)))
     lines.append("")
-    worst = next((w for w in reversed(_ORDER) if w in outcome_counts(report)), None)
-    colour = "yellow" if not report.projects else _COLOUR.get(worst or "")
     lines.append(display.line(summary_line(report), colour))
     if report.error is not None:
         errors.extend(message_lines(report.error.message, display, listed(report.error)))

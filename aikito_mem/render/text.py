@@ -105,23 +105,67 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
+#: The width of text output when the command line knows no other ([U2]).
+DEFAULT_WIDTH = 100
+#: How much deeper than its first line a wrapped line is indented ([U2]).
+HANGING = 4
+
+# A quoted argument holding a path (``'/a b/c'``, as ``shlex.quote`` writes it): its
+# spaces are not places to break a line.  Compiled on the first long line ([§12]).
+_QUOTED_PATH = r"'[^'\n]*/[^'\n]*'"
+# What stands for a space that must not break while wrapping: printable() escapes every
+# no-break space of the text itself, so none is left to be confused with it.
+_KEEP = "\xa0"
+
+
+def wrap(text: str, width: int, indent: int | None = None) -> list[str]:
+    """``text`` (one printable line) as lines of at most ``width`` columns ([U2]): broken
+    only at spaces — never inside a word, a path or a quoted path — each further line
+    indented ``indent`` columns (default: the first line's indentation plus
+    :data:`HANGING`).  A word wider than the line stands whole on a line of its own.
+    The one place text is wrapped; ``textwrap`` does the work."""
+    if len(text) <= width:
+        return [text]
+    import re
+    import textwrap
+
+    body = text.lstrip(" ")
+    lead = len(text) - len(body)
+    hang = lead + HANGING if indent is None else indent
+    body = re.sub(_QUOTED_PATH, lambda m: m.group().replace(" ", _KEEP), body)
+    lines = textwrap.wrap(body, width=max(width, hang + 20), initial_indent=" " * lead,
+                          subsequent_indent=" " * hang, break_long_words=False,
+                          break_on_hyphens=False)
+    return [line.replace(_KEEP, " ") for line in lines] or [text]
+
+
 @attrs.frozen(repr=False, eq=False)
 class Display(Value):
-    """How a command was asked to print: the options every renderer reads."""
+    """How a command was asked to print: the options every renderer reads, and where it
+    prints — the width of a line ([U2]), and the directory the command runs in and the
+    home directory, which a pasteable path is written relative to (``None``: absolute)."""
 
     as_json: bool = False
     verbose: bool = False
     quiet: bool = False
     color: bool = False
+    width: int = DEFAULT_WIDTH
+    cwd: str | None = None
+    home: str | None = None
+    #: The name the command was called by (``aikito-mem`` beside the reference tool):
+    #: the commands a remedy names are written with it.
+    program: str = "aikito"
 
-    def line(self, text: str, fg: str | None = None, *, bold: bool = False) -> str:
-        """``text`` made printable, then coloured when colour is on."""
-        text = printable(text)
-        if not self.color or (fg is None and not bold):
-            return text
-        import click
+    def line(self, text: str, fg: str | None = None, *, bold: bool = False,
+             indent: int | None = None) -> str:
+        """``text`` made printable, wrapped to the width (:func:`wrap`; the lines joined
+        with newlines), then coloured — line by line — when colour is on."""
+        lines = wrap(printable(text), self.width, indent)
+        if self.color and (fg is not None or bold):
+            import click
 
-        return click.style(text, fg=fg, bold=bold or None)
+            lines = [click.style(line, fg=fg, bold=bold or None) for line in lines]
+        return "\n".join(lines)
 
 
 @attrs.frozen(repr=False, eq=False)
@@ -171,9 +215,17 @@ def message_lines(message: str, display: Display,
     """A message for stderr, ``aikito:``-prefixed.  A message that lists its differences
     (or refusals) on lines of their own keeps those lines (each one printable); any other
     newline in a message is escaped like every other control character."""
-    prefix = display.line("aikito:", "red", bold=True)
     if differences and "\n" in message:
         head = message.split("\n", 1)[0]
-        return (f"{prefix} {printable(head)}",
-                *(f"  - {printable(d)}" for d in differences))
-    return (f"{prefix} {printable(message)}",)
+        return (_prefixed(head, display), *(display.line(f"  - {d}") for d in differences))
+    return (_prefixed(message, display),)
+
+
+def _prefixed(message: str, display: Display) -> str:
+    """``aikito: MESSAGE`` wrapped to the width, the prefix coloured."""
+    lines = wrap(f"aikito: {printable(message)}", display.width, 2)
+    if display.color:
+        import click
+
+        lines[0] = click.style("aikito:", fg="red", bold=True) + lines[0][len("aikito:"):]
+    return "\n".join(lines)

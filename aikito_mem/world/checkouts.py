@@ -358,9 +358,9 @@ def explicit_slot(
             "directory", code="config.checkout_path", path=given,
         ) from None
     if obs.kind is not Kind.DIR:
-        found = "nothing" if obs.kind is Kind.ABSENT else obs.describe()
+        found = "does not exist" if obs.kind is Kind.ABSENT else f"is {obs.describe()}"
         raise ConfigError(
-            f"checkout {given} is {found}; expected an existing directory "
+            f"checkout {given} {found}; expected an existing directory "
             "(aikito never creates a checkout) — clone or create it first, or fix the path",
             code="config.checkout_path", path=given,
         )

@@ -235,3 +235,17 @@ def save_plan(w, *args) -> Path:
 def apply_plan(w, plan, *args, **kw):
     r = w.cli("apply", plan, "--json", *args, **kw)
     return r, r.json
+
+
+def unwrapped(text: str) -> str:
+    """``text`` with each wrapped line joined back to the line it continues ([U2]: a line
+    longer than the width goes on, indented deeper than its first line)."""
+    out: list[str] = []
+    for line in text.splitlines():
+        depth = len(line) - len(line.lstrip(" "))
+        if out and line.strip() and depth >= 4 and depth > len(out[-1]) - len(
+                out[-1].lstrip(" ")):
+            out[-1] += " " + line.strip()
+        else:
+            out.append(line)
+    return "\n".join(out)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conformance._support import op_for
+from tests.conformance._support import op_for, unwrapped
 from tests.helpers.snapshots import snapshot
 
 
@@ -215,8 +215,9 @@ def test_P3_conflict_in_one_checkout_blocks_all(w):
     assert r.rc == 1
     assert not (co2 / ".agents").exists()
     assert w.rt("a.md").read_text() == "user file"
-    # text conflict line: ! TARGET: reason (remedy)
-    m = re.search(r"^\s*! (.+?): (.+) \((.+)\)\s*$", r.out + r.err, re.M)
+    # text conflict line: ! TARGET: reason (remedy) — one logical line, wrapped to the
+    # width with a hanging indent ([U2]): its continuation lines are joined back.
+    m = re.search(r"^\s*! (.+?): (.+) \((.+)\)\s*$", unwrapped(r.out + r.err), re.M)
     assert m, r
     assert m.group(1).endswith(".agents/memory/a.md") or m.group(1) == "a.md"
 

@@ -63,7 +63,10 @@ def test_cli_summary_in_sync_no_offline_suffix(w):
     w.mem("a.md")
     w.agent(memory=["a.md"])
     assert w.sync().rc == 0
-    r = w.sync()
+    # [U3]: a run with nothing to do is one line; -v prints the full report.
+    assert w.sync().out.splitlines() == ["demo: in sync (1 checkout)"]
+    # A finished run counts what it did ("0 created"); the plan's words are a dry run's.
+    r = w.sync("--dry-run", "-v")
     s = [ln for ln in r.out.splitlines() if ln.startswith("memory:")]
     assert s and SUMMARY_RE.match(s[-1]) and "offline" not in s[-1]
     assert SUMMARY_RE.match(s[-1]).groups()[:5] == ("0", "0", "0", "1", "0")

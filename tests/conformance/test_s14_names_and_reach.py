@@ -65,9 +65,10 @@ def test_H3_a_stale_owned_link_with_an_unclean_name_converges(w: W, case: str,
     assert snapshot(w.tmp) == before
     text = w.sync("--dry-run")
     assert text.rc == 0, text
-    if segment == "skills":  # the whole relative path is quoted, as a shell reads it
-        quote = shown.index("'") + 1
-        shown = f"{shown[:quote]}.agents/skills/{shown[quote:]}"
+    # The whole path relative to the checkout is quoted, as a shell reads it; every
+    # segment's target is shown from the checkout root ([U2]).
+    quote = shown.index("'") + 1
+    shown = f"{shown[:quote]}.agents/{segment}/{shown[quote:]}"
     assert f"  - {shown}\n" in text.out
     check = w.sync("--check")
     assert check.rc == 7, check

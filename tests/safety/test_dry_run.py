@@ -191,8 +191,8 @@ def test_cli_dry_run_writes_nothing(
         assert ("CONFLICT" in {op["action"] for op in doc["operations"]}) is conflict
     else:
         # SPEC §9: text shows targets relative to the checkout, sources to the workspace.
-        assert "  + team/a.md -> memory/team/a.md\n" in result.stdout
-        assert "  - old.md\n" in result.stdout
+        assert "  + .agents/memory/team/a.md -> memory/team/a.md\n" in result.stdout
+        assert "  - .agents/memory/old.md\n" in result.stdout
         assert f"~ checkout offline: {world.offline}" in result.stdout
 
 

@@ -292,8 +292,11 @@ def test_output_lines_only_for_writes_that_happened(world: SegWorld,
 
 
 def test_conflict_remedies_name_the_right_command(world: SegWorld) -> None:
-    """``aikito adopt`` is memory-only: it is suggested for memory conflicts and never for
-    a skill or an instruction target (the reference tool names the wrong command)."""
+    """Each segment's remedy names the command that resolves it for that very target —
+    ``aikito adopt TARGET`` for a directory at a skill target and a file at an instruction
+    target ([L5]) as for a memory entry (the reference tool names the wrong command) — and
+    that adopt, on copies that differ from the workspace's, refuses with the differences
+    and changes nothing."""
     d = world.co / ".agents" / "skills" / "alpha"
     d.mkdir(parents=True)
     (world.co / "AGENTS.md").write_text("mine\n")
@@ -304,19 +307,14 @@ def test_conflict_remedies_name_the_right_command(world: SegWorld) -> None:
     remedies = {op["segment"]: op.get("remedy") or "" for op in doc["operations"]
                 if op["action"] == "CONFLICT"}
     assert set(remedies) == {"skills", "instructions", "memory"}
-    assert all(remedies.values())
-    assert "aikito adopt" not in remedies["skills"]
-    assert "aikito adopt" not in remedies["instructions"]
-    text = world.sync()
-    for line in text.output.splitlines():
-        if "adopt" in line:
-            assert ".agents/skills" not in line and "AGENTS.md" not in line, line
-    # adopt is memory-only: it refuses a skill or instruction target and changes nothing.
+    assert f"aikito adopt {d}" in remedies["skills"]
+    assert f"aikito adopt {world.co}/AGENTS.md" in remedies["instructions"]
+    assert f"aikito adopt {world.co}/.agents/memory/a.md" in remedies["memory"]
     before = snapshot(*_all(world))
     for target in (d, world.co / "AGENTS.md"):
         res = world.run("adopt", str(target))
         assert res.exit_code == 1, res.output
-        assert ".agents/memory" in res.output
+        assert "already exists and differs" in res.output
     assert changed(before, snapshot(*_all(world))) == set()
     plan = Project.load("demo", workspace=str(world.ws)).plan()
     segs = {op.segment for op in plan.operations if op.action is Action.CONFLICT}

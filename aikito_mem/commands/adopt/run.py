@@ -40,7 +40,7 @@ from aikito_mem.errors import (
     InterruptedError_,
     StalePlanError,
 )
-from aikito_mem.model import Action, Operation, Plan, Status, SyncResult
+from aikito_mem.model import Action, Operation, Plan, SegmentName, Status, SyncResult
 
 if TYPE_CHECKING:
     from aikito_mem.executor.lock import Locks
@@ -125,6 +125,7 @@ class _Run:
             if a.method is Method.REPLACE:
                 treemove.remove_inventoried(a.target, a.entries, signals.check)
             else:
+                self._remove_empty(a)
                 self.method = Method(treemove.move(a.target, a.destination, signals.check).value)
         except treemove.OriginalKeptError as exc:
             self._original_kept(a, exc)
@@ -159,6 +160,18 @@ class _Run:
             raise
         self.content_at = a.destination
         self.steps[Step.MOVE] = StepStatus.APPLIED
+
+    @staticmethod
+    def _remove_empty(a: Adoption) -> None:
+        """[L5]: the empty ``AGENTS.md`` the instructions move over, re-checked by identity
+        just before its removal (a kill right after leaves it absent: it was empty)."""
+        if a.empty_destination is None:
+            return
+        from aikito_mem.commands.adopt.segments import recheck_empty
+
+        recheck_empty(a)
+        signals.check()
+        os.unlink(a.destination)
 
     def _original_kept(self, a: Adoption, exc: treemove.OriginalKeptError) -> None:
         self.steps[Step.MOVE] = StepStatus.FAILED
@@ -235,10 +248,10 @@ class _Run:
             home = home_directory(environ) or ""
             config = parse_project_config(old, name=a.project, project_dir=directory,
                                           config_path=a.config_path, home=home)
-            if a.reference in config.memory:
+            if adopt_plan.listed(config, a.segment, a.reference):
                 self.steps[Step.REGISTER] = StepStatus.SKIPPED
                 return
-            new, _parsed = adopt_plan.edited_config(config, old, a.reference, home)
+            new, _parsed = adopt_plan.edited_config(config, old, a.reference, home, a.segment)
         raise StalePlanError(f"{a.config_path} kept changing while adopt tried to update it",
                              differences=(f"agent.toml changed: {a.config_path}",))
 
@@ -253,6 +266,10 @@ class _Run:
             project = Project.load(a.project, a.workspace, environ=environ)
             plan = project.plan(a.checkout, register=False)
         own = next((op for op in plan.operations if op.target == a.target), None)
+        # [L5] instructions: every instruction target of the checkout the engine links.
+        more = tuple(op for op in plan.operations if a.links and op.action is Action.CREATE
+                     and op.segment is a.segment and op.checkout == a.checkout
+                     and op is not own)
         if own is not None and own.action is Action.NOOP:
             self.steps[Step.LINK] = StepStatus.SKIPPED
             self.details[Step.LINK] = "already linked"
@@ -264,7 +281,7 @@ class _Run:
                 differences=(f"target {a.target} is no longer a CREATE",))
         signals.check()
         try:
-            self.sync = execute(_only(plan, own), locks=locks, environ=environ,
+            self.sync = execute(_only(plan, own, *more), locks=locks, environ=environ,
                                 config=project.config, home=project.home)
         except InterruptedError_ as exc:
             self.sync = exc.result if isinstance(exc.result, SyncResult) else None
@@ -288,10 +305,10 @@ class _Run:
                 if not replace_config(a.config_path, new, old, before_rename=signals.check):
                     raise OSError(errno.ESTALE, "it was changed by someone else meanwhile")
                 self.steps[Step.REGISTER] = StepStatus.UNDONE
-                notes.append(f"{a.reference!r} was removed from the memory list again")
+                notes.append(f"{a.reference!r} was removed from the {_list(a)} list again")
             except (OSError, AikitoError) as undo_exc:
                 listed = True
-                notes.append(f"{a.reference!r} is still in the memory list of "
+                notes.append(f"{a.reference!r} is still in the {_list(a)} list of "
                              f"{a.config_path} (restoring it failed: {_cause(undo_exc)})")
         where = a.destination
         if a.method is Method.REPLACE:
@@ -309,9 +326,10 @@ class _Run:
                              f"{a.destination}")
         restored = where == a.target and not listed
         drift = isinstance(exc, StalePlanError)
+        add = ("" if a.segment is SegmentName.INSTRUCTIONS else
+               f"add {a.reference!r} to {_list(a)} if needed and ")
         then = ("nothing changed" if restored else
-                f"add {a.reference!r} to memory if needed and run `aikito sync project "
-                f"{a.project} {a.checkout}`")
+                f"{add}run `aikito sync project {a.project} {a.checkout}`")
         return AdoptFailed(
             f"{step.value} failed: {_cause(exc)} — {'; '.join(notes)}; {then}",
             code=f"{step.value}_failed", content_at=where,
@@ -319,9 +337,15 @@ class _Run:
             outcome=("stale" if drift else "failed") if restored else "partial")
 
 
-def _only(plan: Plan, op: Operation) -> Plan:
-    """The plan with exactly one operation: TARGET's CREATE."""
-    return attrs.evolve(plan, operations=(op,))
+def _list(a: Adoption) -> str:
+    """The ``agent.toml`` list TARGET's name goes to: ``memory`` or ``skills``."""
+    return "skills" if a.segment is SegmentName.SKILLS else "memory"
+
+
+def _only(plan: Plan, *ops: Operation) -> Plan:
+    """The plan with exactly TARGET's CREATE (and, for an instruction target, the other
+    instruction targets' CREATEs of that checkout)."""
+    return attrs.evolve(plan, operations=ops)
 
 
 def adopt(target: str, workspace: str | None = None, *, project: str | None = None,
@@ -375,5 +399,5 @@ def _interrupted(exc: InterruptedError_, a: Adoption, run: _Run) -> str:
     listed = "is" if run.steps[Step.REGISTER] in (StepStatus.APPLIED,
                                                   StepStatus.SKIPPED) else "is not yet"
     return (f"{exc.message} — the content is at {a.destination} and {a.reference!r} {listed} "
-            f"in the memory list; to finish, add it if needed and run `aikito sync project "
+            f"in the {_list(a)} list; to finish, add it if needed and run `aikito sync project "
             f"{a.project} {a.checkout}`")

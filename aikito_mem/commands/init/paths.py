@@ -8,6 +8,7 @@ into steps and writes them.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -25,8 +26,12 @@ __all__ = [
     "checkout_registration",
     "pointer_plan",
     "split_existing",
+    "work_tree_root",
     "workspace_target",
 ]
+
+#: Seconds ``git rev-parse --show-toplevel`` may take; past it, no checkout is assumed.
+GIT_TIMEOUT = 2.0
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 _POINTER_LIMIT = 64 * 1024
@@ -168,6 +173,87 @@ def checkout_registration(checkout: str, home: str | None) -> tuple[str, str]:
             code="config.checkout_path", path=given,
         )
     return given, registered_form(given, home)
+
+
+def _git_toplevel(cwd: str) -> str | None:
+    """``git rev-parse --show-toplevel`` in ``cwd``; ``None`` outside a work tree or when
+    git fails; :class:`FileNotFoundError` when git is not installed."""
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")}
+    try:
+        proc = subprocess.run(["git", "-C", cwd, "rev-parse", "--show-toplevel"],
+                              capture_output=True, text=True, errors="surrogateescape",
+                              env=env, timeout=GIT_TIMEOUT, check=False)
+    except subprocess.TimeoutExpired:
+        return None
+    top = proc.stdout.rstrip("\n")
+    return top if proc.returncode == 0 and os.path.isabs(top) else None
+
+
+def _walk_up_for_git(cwd: str) -> str | None:
+    """The nearest directory from ``cwd`` up that holds a ``.git`` (a directory, or the
+    file of a linked worktree): where git is not installed."""
+    here = os.path.realpath(cwd)
+    while True:
+        if os.path.lexists(os.path.join(here, ".git")):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def _same(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _ancestors(path: str) -> list[os.stat_result]:
+    """The identities of ``path`` and of every directory above it."""
+    out = []
+    here = path
+    while True:
+        with contextlib.suppress(OSError):
+            out.append(os.stat(here))
+        parent = os.path.dirname(here)
+        if parent == here:
+            return out
+        here = parent
+
+
+def _never_a_checkout(root: str, workspace: str, home: str | None) -> bool:
+    """[H1] by the kernel's identities: ``/``, the home directory or one of its ancestors,
+    the workspace, a directory inside it, or one of its ancestors."""
+    try:
+        st = os.stat(root)
+    except OSError:
+        return True
+    if any(_same(st, up) for up in _ancestors(workspace)):
+        return True  # the workspace itself or one of its ancestors (``/`` included)
+    if home and any(_same(st, up) for up in _ancestors(os.path.realpath(home))):
+        return True  # the home directory or one of its ancestors
+    try:
+        ws = os.stat(workspace)
+    except OSError:
+        return False
+    return any(_same(ws, up) for up in _ancestors(os.path.realpath(root))[1:])
+
+
+def work_tree_root(workspace: str, home: str | None, cwd: str | None = None) -> str | None:
+    """[U1]: the root of the git work tree holding ``cwd`` (the current directory) — the
+    checkout ``aikito init project NAME`` registers when no CHECKOUT is given — or
+    ``None`` outside a work tree, or where that root can never be a checkout ([H1]: ``/``,
+    the home directory, the workspace, anything inside it or above it).  Asks
+    ``git rev-parse --show-toplevel`` (2 s at most); without git, walks up to a ``.git``."""
+    here = _cwd() if cwd is None else cwd
+    try:
+        root = _git_toplevel(here)
+    except OSError:  # git is not installed (or cannot be run)
+        root = _walk_up_for_git(here)
+    if root is None or _never_a_checkout(root, workspace, home):
+        return None
+    return root
 
 
 # --------------------------------------------------------------------------- pointer

@@ -1,0 +1,269 @@
+"""[L5] adopt for every segment: besides a memory entry, ``aikito adopt TARGET`` takes
+
+- a real directory at ``<checkout>/.agents/skills/NAME``: moved to ``<ws>/skills/NAME``,
+  ``NAME`` added to ``skills`` in ``agent.toml`` (the one compare-and-swap edit), linked
+  back;
+- a regular file at an instruction target of the registry (``AGENTS.md``,
+  ``.claude/CLAUDE.md``, …) while ``<ws>/projects/<p>/AGENTS.md`` is absent or empty:
+  moved there (over the empty file, re-checked just before it is removed), and every
+  instruction target of that checkout linked.
+
+An identical copy (``<ws>/skills/NAME`` or an ``AGENTS.md`` with the same bytes) is
+replaced by the link under [H2]'s rules; a differing one is refused with a diff (exit 1);
+an entry git tracks in the checkout's repository is refused, "it belongs to the
+repository" (exit 1, [L1]).  As for memory, the last check is the engine's own: the pure
+planners are run on the world as it will be once TARGET has moved, and TARGET's
+operation must be a CREATE.  :func:`validate` writes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import attrs
+
+from aikito_mem import layout
+from aikito_mem.commands.adopt import distinct, treemove
+from aikito_mem.commands.adopt.checks import (
+    TAKES,
+    AfterMove,
+    destination_method,
+    edited_config,
+    missing_dirs,
+    read_config,
+)
+from aikito_mem.commands.adopt.values import Adoption, EntryType, Method
+from aikito_mem.errors import EXIT_STALE, AdoptFailed, AdoptRefused
+from aikito_mem.model import (
+    ABSENT,
+    Action,
+    InstructionSource,
+    InstructionState,
+    Kind,
+    Observed,
+    Operation,
+    ProjectConfig,
+    SegmentName,
+)
+from aikito_mem.world.observe import Observer, generation
+
+if TYPE_CHECKING:
+    from aikito_mem.config.discovery import Workspace
+    from aikito_mem.config.registry import InstructionTarget
+
+
+@attrs.frozen
+class Found:
+    """What :func:`aikito_mem.commands.adopt.plan.validate` established before handing
+    over: the checkout holding TARGET and TARGET itself."""
+
+    ws: Workspace
+    config: ProjectConfig
+    label: str
+    checkout: str
+    #: Physical path of TARGET, and relative to the checkout root.
+    physical: str
+    rel: str
+    st: os.stat_result
+    kind: EntryType
+
+
+def validate(found: Found, environ: Mapping[str, str] | None) -> Adoption:
+    """Every check of adopting a skill directory or an instruction file; no write."""
+    from aikito_mem.config.registry import load_registry
+
+    rel = found.rel
+    prefix = f"{layout.SKILLS_DIR}/"
+    if rel.startswith(prefix) and "/" not in rel[len(prefix):]:
+        return _skill(found, rel[len(prefix):], environ)
+    targets = {t.path: t for t in load_registry(found.ws.root).targets}
+    if rel in targets:
+        return _instruction(found, targets[rel], environ)
+    raise AdoptRefused(f"{found.physical} is not a place adopt takes: it takes {TAKES}",
+                       code="outside", path=found.physical)
+
+
+def _home(environ: Mapping[str, str] | None) -> str:
+    from aikito_mem.config.discovery import home_directory
+
+    return home_directory(environ) or ""
+
+
+def refuse_tracked(checkout: str, rel: str, physical: str) -> None:
+    """[L1]: an entry git tracks in the checkout's repository is the repository's own —
+    never moved into the workspace (git missing or slow: treated as untracked, as a sync
+    does)."""
+    from aikito_mem.world import git
+
+    found = git.tracked(checkout, [rel])
+    if isinstance(found, frozenset) and rel in found:
+        raise AdoptRefused(
+            f"{physical} is tracked by git: it belongs to the repository, not to aikito — "
+            "adopt never moves a committed file; keep it (a sync leaves it alone), or "
+            "untrack it with git first", code="tracked", path=physical)
+
+
+# --------------------------------------------------------------------------- skills
+
+
+def _skill(found: Found, name: str, environ: Mapping[str, str] | None) -> Adoption:
+    from aikito_mem.config.names import component_problem
+
+    physical, config = found.physical, found.config
+    if found.kind is not EntryType.DIRECTORY:
+        raise AdoptRefused(
+            f"{physical} is a regular file; a skill is a directory (SKILL.md and what it "
+            "needs) — move the file where it belongs", code="file_type", path=physical)
+    problem = component_problem(name)
+    if problem is not None:
+        raise AdoptRefused(f"{physical} cannot become a skill: {name!r} {problem} — rename "
+                           "it first", code="reference_invalid", path=physical)
+    refuse_tracked(found.checkout, found.rel, physical)
+    ws = found.ws.root
+    destination = layout.skill_source(ws, name)
+    # [H2]: a directory is the same object as another only through a mount or a symlink,
+    # both refused before (plan.validate); the identical-copy check compares two trees.
+    missing = missing_dirs(ws, f"{layout.SKILLS_ROOT}/{name}", destination)
+    home = _home(environ)
+    known = name in config.skills
+    data = read_config(config, physical, edit=not known)
+    new, after = ((None, config) if known else
+                  edited_config(config, data, name, home, SegmentName.SKILLS))
+    method, entries = destination_method(physical, destination, found.kind, found.st, missing)
+    link, conflicts = _predict_skill(found, after, name, tuple(missing))
+    return _adoption(found, name, destination, data, new, missing, method, link, conflicts,
+                     entries, SegmentName.SKILLS)
+
+
+def _predict_skill(found: Found, config: ProjectConfig, name: str, missing: tuple[str, ...]
+                   ) -> tuple[Operation, tuple[Operation, ...]]:
+    """The skills planner on the world after the move: TARGET's CREATE, other conflicts."""
+    from aikito_mem.planner import skills as planner_skills
+    from aikito_mem.world.segments import resolve_skills, skills_view
+
+    ws, checkout = found.ws.root, found.checkout
+    present = {d: Observed(Kind.DIR) for d in missing}
+    present[layout.skill_source(ws, name)] = Observed(Kind.DIR)
+    resources = resolve_skills(config.skills, ws, AfterMove(present))
+    observer = Observer()
+    agents = observer.lstat(f"{checkout}/{layout.AGENTS_DIR}")
+    view = skills_view(checkout, agents, observer)
+    view = attrs.evolve(view, entries=tuple((n, o) for n, o in view.entries if n != name))
+    ops, _findings, _dirs = planner_skills.plan_checkout(checkout, agents, view, resources,
+                                                         ws, config.config_path)
+    return _own(ops, found.physical)
+
+
+def _own(ops: list[Operation], target: str) -> tuple[Operation, tuple[Operation, ...]]:
+    own = next((op for op in ops if op.target == target), None)
+    others = tuple(op for op in ops if op.action is Action.CONFLICT and op.target != target)
+    if own is None or own.action is not Action.CREATE:
+        why = ("the engine would plan nothing for it" if own is None else
+               f"the engine would plan {own.action.value}: {own.reason}"
+               + (f" ({own.remedy})" if own.remedy else ""))
+        raise AdoptRefused(f"once moved, {target} could not be linked back — {why}; nothing "
+                           "was written", code="link_refused", path=target)
+    return own, others
+
+
+# --------------------------------------------------------------------------- instructions
+
+
+def _instruction(found: Found, target: InstructionTarget,
+                 environ: Mapping[str, str] | None) -> Adoption:
+    from aikito_mem.world.segments import instruction_source
+
+    physical, config, ws = found.physical, found.config, found.ws.root
+    if found.kind is not EntryType.FILE:
+        raise AdoptRefused(
+            f"{physical} is a directory; an instruction target is a file (the agent reads "
+            "it) — move the directory out of the way", code="file_type", path=physical)
+    refuse_tracked(found.checkout, found.rel, physical)
+    source = instruction_source(ws, config.name, Observer())
+    destination = source.path
+    distinct.distinct_from_destination(physical, found.st, destination)
+    empty: tuple[int, int, int, int] | None = None
+    if source.state is InstructionState.UNSAFE:
+        raise AdoptRefused(f"{source.problem}; adopt never writes through it — fix the "
+                           "project's AGENTS.md first", code="destination_parent",
+                           path=destination)
+    if source.state is InstructionState.EMPTY:
+        st = os.lstat(destination)
+        if not stat.S_ISREG(st.st_mode):  # a symlink to an empty file: never written through
+            raise AdoptRefused(
+                f"{destination} is a symlink to an empty file; adopt never writes through a "
+                "symlink — put the instructions in the file it names yourself",
+                code="destination_parent", path=destination)
+        empty = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        method = Method.RENAME if os.lstat(os.path.dirname(destination)).st_dev == \
+            found.st.st_dev else Method.COPY
+        entries: tuple[treemove.Entry, ...] = ()
+    else:  # absent (moved there) or with content (replaced only when identical)
+        method, entries = destination_method(physical, destination, found.kind, found.st, [])
+    data = read_config(config, physical, edit=False)
+    links = _predict_instructions(found, target, environ)
+    own = next(op for op in links if op.target == physical)
+    return attrs.evolve(
+        _adoption(found, found.rel, destination, data, None, [], method, own,
+                  tuple(op for op in links if op.action is Action.CONFLICT),
+                  entries, SegmentName.INSTRUCTIONS),
+        links=tuple(op for op in links if op.action is Action.CREATE and op is not own),
+        empty_destination=empty)
+
+
+def _predict_instructions(found: Found, target: InstructionTarget,
+                          environ: Mapping[str, str] | None) -> list[Operation]:
+    """The instructions planner on the world after the move (``AGENTS.md`` with content,
+    nothing at TARGET): TARGET's CREATE first checked, then every operation of the
+    checkout's instruction targets."""
+    from aikito_mem.config.registry import load_registry
+    from aikito_mem.planner import instructions as planner_instructions
+    from aikito_mem.world.segments import Detection, instructions_view
+
+    ws, checkout = found.ws.root, found.checkout
+    registry = load_registry(ws)
+    observer = Observer()
+    agents = observer.lstat(f"{checkout}/{layout.AGENTS_DIR}")
+    detect = Detection(registry, environ if environ is not None else os.environ,
+                       _home(environ) or None)
+    view = instructions_view(checkout, agents, registry.targets, detect, observer)
+    view = attrs.evolve(view, targets=tuple(
+        attrs.evolve(t, observed=ABSENT) if t.rel == target.path else t
+        for t in view.targets))
+    source = InstructionSource(layout.instructions_source(ws, found.config.name),
+                               InstructionState.CONTENT)
+    ops, _findings, _dirs = planner_instructions.plan_checkout(checkout, source, view)
+    _own(ops, found.physical)
+    return ops
+
+
+def _adoption(found: Found, ref: str, destination: str, data: bytes, new: bytes | None,
+              missing: list[str], method: Method, link: Operation,
+              conflicts: tuple[Operation, ...], entries: tuple[treemove.Entry, ...],
+              segment: SegmentName) -> Adoption:
+    return Adoption(
+        workspace=found.ws.root, project=found.config.name, checkout=found.checkout,
+        target=found.physical, reference=ref, destination=destination, kind=found.kind,
+        identity=(found.st.st_dev, found.st.st_ino, generation(found.physical)),
+        config_path=found.config.config_path, config_bytes=data, new_config=new,
+        missing_dirs=tuple(missing), method=method, link=link, conflicts=conflicts,
+        entries=entries, segment=segment)
+
+
+def recheck_empty(a: Adoption) -> None:
+    """Just before the move: the empty ``AGENTS.md`` validated is still that empty file
+    (same identity, size and time) — else nothing is written (exit 3)."""
+    if a.empty_destination is None:
+        return
+    try:
+        st = os.lstat(a.destination)
+        now = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    except FileNotFoundError:
+        now = None
+    if now != a.empty_destination:
+        raise AdoptFailed(f"{a.destination} changed since it was examined (it was empty); "
+                          "nothing was written — run adopt again", code="stale",
+                          content_at=a.target, exit_code=EXIT_STALE, outcome="stale")

@@ -1,0 +1,34 @@
+"""The words of the memory planner's remedies ([U2]): shell-quoted paths a user can paste,
+and the remedies for a mount point or a file where a link is wanted.  Pure."""
+
+from __future__ import annotations
+
+from aikito_mem.model import Kind, Observed, Resource
+
+_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./-_")
+
+
+def quote(word: str) -> str:
+    """``word`` as one shell word (what ``shlex.quote`` writes, without importing it:
+    the planner imports nothing but the model), so a remedy can be pasted ([U2])."""
+    if word and all(ch in _SAFE for ch in word):
+        return word
+    return "'" + word.replace("'", "'\"'\"'") + "'"
+
+
+def unmount_remedy(target: str, name: str, config_path: str) -> str:
+    """The remedy for a mount point where a link or a real directory is needed ([E5])."""
+    return (f"unmount {target} (aikito never writes into, looks into or removes another "
+            f"mounted filesystem), or remove {name!r} from memory in {config_path}")
+
+
+def adopt_remedy(target: str, res: Resource, obs: Observed, config_path: str) -> str:
+    """The remedy for a file or directory at a desired memory target: ``aikito adopt``
+    where adopting resolves it (a reference: the content moves into the workspace, or an
+    identical copy is replaced by the link), else moving it out of the way."""
+    if not res.is_notes and obs.kind in (Kind.FILE, Kind.DIR):
+        return (f"aikito adopt {quote(target)} (replaces it with the link when it is an "
+                f"identical copy of {res.source}; shows the differences otherwise), or move "
+                f"it out of the way, or remove {res.name!r} from memory in {config_path}")
+    return (f"move {target} out of the way (aikito never overwrites it), or remove "
+            f"{res.name!r} from memory in {config_path}")
