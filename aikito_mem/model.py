@@ -68,6 +68,14 @@ class SegmentName(enum.Enum):
     MEMORY = "memory"
 
 
+class PlanKind(enum.Enum):
+    """What a plan is for: a sync ([P1]–[P5]) or a clean ([L3]).  The writer's guard
+    judges each write by the rules of its kind ([E9])."""
+
+    SYNC = "sync"
+    CLEAN = "clean"
+
+
 #: Segments in the order they are planned, listed and executed ([G6]).
 SEGMENT_ORDER = (SegmentName.SKILLS, SegmentName.INSTRUCTIONS, SegmentName.MEMORY)
 
@@ -262,6 +270,8 @@ class Plan(Value):
     worktrees: bool = False
     #: Each per-agent skills directory planned: path, agents and detection ([N1]).
     skill_dirs: tuple[PlannedTarget, ...] = ()
+    #: A sync, or a clean ([L3]): no CREATE, only owned links and emptied directories.
+    kind: PlanKind = PlanKind.SYNC
 
     @property
     def conflicts(self) -> tuple[Operation, ...]:

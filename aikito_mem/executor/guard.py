@@ -48,6 +48,7 @@ from aikito_mem.model import (
     Kind,
     Operation,
     Plan,
+    PlanKind,
     ProjectConfig,
     SegmentName,
 )
@@ -355,7 +356,12 @@ def check(plan: Plan, *, environ: Mapping[str, str] | None = None) -> None:
     derives (see the module documentation).  A plan without writes passes at once."""
     if not plan.has_changes:
         return
-    refusals = tuple(dict.fromkeys(_refusals(plan, environ)))
+    if plan.kind is PlanKind.CLEAN:
+        from aikito_mem.executor import guard_clean
+
+        refusals = tuple(dict.fromkeys(guard_clean.refusals(plan)))
+    else:
+        refusals = tuple(dict.fromkeys(_refusals(plan, environ)))
     if refusals:
         from shlex import quote
 

@@ -24,6 +24,7 @@ from aikito_mem.model import (
     Observed,
     Operation,
     Plan,
+    PlanKind,
 )
 from aikito_mem.planner.skills import R_TRACKED
 from aikito_mem.world import observe
@@ -85,6 +86,8 @@ def verify(plan: Plan, locks: Locks, *, environ: Mapping[str, str] | None = None
     from aikito_mem.errors import ConfigError
     from aikito_mem.fsutil import sha256_hex
 
+    if plan.kind is PlanKind.CLEAN:
+        return _verify_clean(plan, locks)
     diffs: list[str] = []
     # agent.toml: the memory list, the candidates, the bytes when registering.  Re-parsed
     # only when its bytes changed (a parse of 10,000 references is not free).
@@ -142,6 +145,45 @@ def verify(plan: Plan, locks: Locks, *, environ: Mapping[str, str] | None = None
         else:
             diffs.append(f"source {name} is now {_what(live)} (was {_what(rec)})")
     by_checkout = operations_by_checkout(plan)
+    for co in plan.checkouts:
+        if co.state is not CheckoutState.ACTIVE:
+            continue
+        fd = locks.fds.get(co.path)
+        if fd is None:
+            diffs.append(f"checkout {co.path} can no longer be opened")
+            continue
+        diffs.extend(_verify_checkout(co, fd, by_checkout.get(co.path, ())))
+    return diffs
+
+
+def _verify_clean(plan: Plan, locks: Locks) -> list[str]:
+    """[E2] for a clean plan ([L3]): the project's checkout paths (when it names a
+    project), the instruction targets of the agent registry, and per checkout every
+    directory and every target it was planned against."""
+    from aikito_mem.config.registry import load_registry
+    from aikito_mem.errors import ConfigError
+
+    diffs: list[str] = []
+    if plan.project:
+        from aikito_mem.config.projects import load_project_config
+
+        try:
+            config = load_project_config(plan.workspace, plan.project)
+        except ConfigError as exc:
+            diffs.append(f"agent.toml can no longer be loaded: {exc.message}")
+        else:
+            if config.sha256 != plan.config_digest:
+                diffs.append(f"agent.toml changed since planning ({plan.config_path})")
+    try:
+        live = tuple(t.path for t in load_registry(plan.workspace).targets)
+    except ConfigError as exc:
+        diffs.append(f"the agent registry can no longer be loaded: {exc.message}")
+    else:
+        planned = tuple(t.rel for t in plan.instruction_targets)
+        if live != planned:
+            diffs.append("instruction targets of the agent registry changed "
+                         f"(now {list(live) or 'none'}, were {list(planned) or 'none'})")
+    by_checkout = _by_checkout(plan)
     for co in plan.checkouts:
         if co.state is not CheckoutState.ACTIVE:
             continue
