@@ -589,3 +589,44 @@ def test_without_the_guard_those_plans_would_write(w: World, case: str,
     with contextlib.suppress(StalePlanError):  # the plan's own removal may find it gone
         execute(plan)
     assert changed(before, snapshot(*w.ws.roots()))
+
+
+# =================================================================== dry run, lock
+
+
+def test_a_dry_run_clean_writes_nothing_and_takes_no_lock(w: World) -> None:
+    """[E7]: the write-event witness (every write-like audit event, ``flock`` included)
+    sees nothing while a clean is planned and shown — by the API and the command line."""
+    from tests.helpers.audit import RECORDER
+
+    before = snapshot(*w.ws.roots())
+    RECORDER.events.clear()
+    RECORDER.armed = True
+    try:
+        plan = w.cleaner().plan()
+        w.cleaner(project=None, path=w.co).plan()
+        for args in (("project", "demo"), (w.co,)):
+            res = _run(w, *args, "--dry-run", "--json")
+            assert res.exit_code == 0, res.output
+    finally:
+        RECORDER.armed = False
+    assert plan.has_changes
+    assert RECORDER.events == []
+    assert snapshot(*w.ws.roots()) == before
+
+
+def test_a_clean_waits_for_the_checkout_lock(w: World) -> None:
+    """[E3]: a real clean holds the per-checkout lock; while another process holds it,
+    the clean is busy (exit 6) and removes nothing."""
+    import fcntl
+
+    fd = os.open(w.co, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        before = snapshot(*w.ws.roots())
+        res = _run(w, "project", "demo", "--lock-timeout", "0", "--json")
+        assert res.exit_code == 6
+        assert one_json(res.stdout)["outcome"] == "busy"
+        assert snapshot(*w.ws.roots()) == before
+    finally:
+        os.close(fd)
