@@ -15,41 +15,13 @@ import os
 
 from aikito_mem import signals
 from aikito_mem.config.discovery import Workspace
-from aikito_mem.errors import ConfigError
 from aikito_mem.executor.execute import execute
 from aikito_mem.executor.lock import DEFAULT_TIMEOUT, Locks, check_timeout
-from aikito_mem.model import CheckoutState, Kind, Plan, PlannedTarget, SyncResult
+from aikito_mem.model import CheckoutState, Plan, PlannedTarget, SyncResult
 from aikito_mem.planner.clean import build_clean_plan
 from aikito_mem.world import checkouts as _checkouts
-from aikito_mem.world.clean import observe_checkout
+from aikito_mem.world.clean import observe_checkout, path_slot
 from aikito_mem.world.observe import Observer
-
-
-def _path_slot(path: str, workspace: str, observer: Observer) -> _checkouts.Slot:
-    """The one checkout of ``clean PATH``: an existing directory outside the workspace."""
-    given = _checkouts.given_path(path)
-    try:
-        obs = observer.stat_follow(given)
-    except OSError as exc:
-        raise ConfigError(f"checkout {given} cannot be examined: {exc.strerror}; expected "
-                          "an existing directory", code="config.checkout_path",
-                          path=given) from None
-    if obs.kind is not Kind.DIR:
-        found = "nothing" if not obs.exists else obs.describe()
-        raise ConfigError(
-            f"checkout {given} is {found}; expected an existing directory to clean — "
-            "check the path (a checkout named 'project' is written ./project)",
-            code="config.checkout_path", path=given)
-    slot = _checkouts._physical("explicit", given, obs)
-    if slot.state is not CheckoutState.ACTIVE:
-        raise ConfigError(f"{slot.reason}", code="config.checkout_path", path=given)
-    root = workspace.rstrip("/")
-    if slot.path == root or slot.path.startswith(root + "/"):
-        raise ConfigError(
-            f"{slot.path} is inside the workspace {workspace}; expected a checkout outside "
-            "it — aikito never cleans the workspace itself",
-            code="config.checkout_in_workspace", path=slot.path)
-    return slot
 
 
 class Cleaner:
@@ -68,7 +40,7 @@ class Cleaner:
         """The checkouts to clean, the project's agent.toml path and its digest."""
         if self.project is None:
             assert self.path is not None
-            return (_path_slot(self.path, self.ws.root, observer),), "", None
+            return (path_slot(self.path, self.ws.root, observer),), "", None
         from aikito_mem.config.projects import load_project_config
 
         config = load_project_config(self.ws.root, self.project, environ=self.environ)

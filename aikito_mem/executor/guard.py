@@ -356,20 +356,22 @@ def check(plan: Plan, *, environ: Mapping[str, str] | None = None) -> None:
     derives (see the module documentation).  A plan without writes passes at once."""
     if not plan.has_changes:
         return
+    from shlex import quote
+
+    again = f"aikito sync project {quote(plan.project)} --dry-run"
     if plan.kind is PlanKind.CLEAN:
         from aikito_mem.executor import guard_clean
 
         refusals = tuple(dict.fromkeys(guard_clean.refusals(plan)))
+        again = guard_clean.again(plan)
     else:
         refusals = tuple(dict.fromkeys(_refusals(plan, environ)))
     if refusals:
-        from shlex import quote
-
         n = len(refusals)
         raise UnsafePlanError(
             f"refused: the plan asks for {n} write{'s' * (n != 1)} the engine would never "
             "derive (it was edited or built by hand); nothing was written — plan again "
-            f"with `aikito sync project {quote(plan.project)} --dry-run`:\n  - "
+            f"with `{again}`:\n  - "
             + "\n  - ".join(refusals),
             refusals=refusals, plan=plan,
         )

@@ -31,10 +31,19 @@ def _allowed(plan: Plan) -> tuple[set[str], str]:
         return _allowed_checkouts(plan, config)
     if plan.explicit_path is None:
         return set(), "a checkout named explicitly (the plan names none)"
-    from aikito_mem.commands.clean import _path_slot
+    from aikito_mem.world.clean import path_slot
 
-    slot = _path_slot(plan.explicit_path, plan.workspace, Observer())
+    slot = path_slot(plan.explicit_path, plan.workspace, Observer())
     return {slot.path}, f"the checkout named explicitly ({plan.explicit_path})"
+
+
+def again(plan: Plan) -> str:
+    """The command that plans the clean afresh."""
+    import shlex
+
+    path = shlex.quote(plan.explicit_path) if plan.explicit_path else ""
+    what = f"project {shlex.quote(plan.project)} {path}".rstrip() if plan.project else path
+    return f"aikito clean {what} --dry-run"
 
 
 def refusals(plan: Plan) -> Iterator[str]:

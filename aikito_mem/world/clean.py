@@ -10,10 +10,47 @@ clean empties them).  Nothing is read or written; :mod:`aikito_mem.planner.clean
 
 from __future__ import annotations
 
-from aikito_mem.model import ABSENT, AGENTS_DIR, MEMORY_DIR, SKILLS_DIR, Kind, Observed
+from aikito_mem.errors import ConfigError
+from aikito_mem.model import (
+    ABSENT,
+    AGENTS_DIR,
+    MEMORY_DIR,
+    SKILLS_DIR,
+    CheckoutState,
+    Kind,
+    Observed,
+)
 from aikito_mem.planner.clean import LEGACY_TARGET, CleanCheckout
+from aikito_mem.world import checkouts
 from aikito_mem.world.checkouts import Slot
 from aikito_mem.world.observe import Observer
+
+
+def path_slot(path: str, workspace: str, observer: Observer) -> checkouts.Slot:
+    """The one checkout of ``clean PATH``: an existing directory outside the workspace."""
+    given = checkouts.given_path(path)
+    try:
+        obs = observer.stat_follow(given)
+    except OSError as exc:
+        raise ConfigError(f"checkout {given} cannot be examined: {exc.strerror}; expected "
+                          "an existing directory", code="config.checkout_path",
+                          path=given) from None
+    if obs.kind is not Kind.DIR:
+        found = "nothing" if not obs.exists else obs.describe()
+        raise ConfigError(
+            f"checkout {given} is {found}; expected an existing directory to clean — "
+            "check the path (a checkout named 'project' is written ./project)",
+            code="config.checkout_path", path=given)
+    slot = checkouts._physical("explicit", given, obs)
+    if slot.state is not CheckoutState.ACTIVE:
+        raise ConfigError(f"{slot.reason}", code="config.checkout_path", path=given)
+    root = workspace.rstrip("/")
+    if slot.path == root or slot.path.startswith(root + "/"):
+        raise ConfigError(
+            f"{slot.path} is inside the workspace {workspace}; expected a checkout outside "
+            "it — aikito never cleans the workspace itself",
+            code="config.checkout_in_workspace", path=slot.path)
+    return slot
 
 
 def _look(path: str, observer: Observer, *, identity: bool = True) -> Observed:
@@ -45,8 +82,6 @@ def observe_checkout(slot: Slot, targets: tuple[str, ...], observer: Observer
                      ) -> CleanCheckout:
     """Observe one checkout candidate for a clean.  Offline and invalid ones cost
     nothing more."""
-    from aikito_mem.model import CheckoutState
-
     base = CleanCheckout(slot.label, slot.path, slot.state, slot.reason, root=slot.root)
     if slot.state is not CheckoutState.ACTIVE:
         return base
