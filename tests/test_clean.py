@@ -449,10 +449,28 @@ def _tampered(w: World) -> dict[str, Plan]:
     alias = _unlink(co, ".agents/skills/alias", _SKILLS)
     create = Operation(Action.CREATE, "L3", co, f"{co}/.agents/memory/new.md", "tampered",
                        source=f"{w.outside}/secret.md", segment=_MEM)
+    os.makedirs(f"{co}/.agents/memory/userdir")
+    mine = _unlink(co, ".agents/memory/mine.txt")
+    # A regular file, recorded as it is, but claiming the literal of an owned link.
+    mine = attrs.evolve(mine, observed=attrs.evolve(mine.observed,
+                                                    literal=f"{w.ws.root}/memory/mine.txt"))
+    g_md = _unlink(co, ".agents/memory/g.md")
+    # The writer names its target relative to the checkout: a target that only looks
+    # like it is inside (``<co>X.agents/…``) would write the checkout's own entry.
+    mislabelled = attrs.evolve(g_md, target=f"{co}X.agents/memory/g.md")
     return {
         "foreign link": _with(plan, elsewhere),
         "another resource's path": _with(plan, alias),
-        "a file": _with(plan, _unlink(co, ".agents/memory/mine.txt")),
+        "a file": _with(plan, mine),
+        "a mislabelled target": _with(plan, mislabelled),
+        "an entry word": _with(plan, attrs.evolve(_unlink(co, ".agents/memory/userdir"),
+                                                  entry="tree")),
+        "a prune in another segment": _with(
+            plan, _unlink(co, ".agents/memory/userdir", _SKILLS, entry="directory")),
+        "an empty user directory": _with(
+            plan, _unlink(co, ".agents/memory/userdir", entry="directory")),
+        "a checkout twice": attrs.evolve(plan, checkouts=(*plan.checkouts,
+                                                          plan.checkouts[0])),
         "a create": _with(plan, create),
         "no place of a clean": _with(plan, _unlink(co, "GEMINI.md", _INSTR)),
         "wrong segment": _with(plan, attrs.evolve(_unlink(co, "AGENTS.md", _INSTR),
@@ -477,6 +495,9 @@ def _another_checkout(w: World, plan: Plan) -> Plan:
 
 
 @pytest.mark.parametrize("case", ["foreign link", "another resource's path", "a file",
+                                  "a mislabelled target", "an entry word",
+                                  "a prune in another segment", "an empty user directory",
+                                  "a checkout twice",
                                   "a create", "no place of a clean", "wrong segment",
                                   "a directory a clean may not prune",
                                   "a user directory nothing emptied", "another checkout"])
@@ -575,6 +596,7 @@ def test_cli_missing_path_is_a_configuration_error(w: World) -> None:
 
 
 @pytest.mark.parametrize("case", ["foreign link", "another resource's path", "a create",
+                                  "a mislabelled target", "an empty user directory",
                                   "no place of a clean", "wrong segment",
                                   "a directory a clean may not prune", "another checkout"])
 def test_without_the_guard_those_plans_would_write(w: World, case: str,

@@ -483,8 +483,13 @@ def _agent(p: Doc, w: World) -> None:
     p["agent"] = "claude"
 
 
+def _kind(p: Doc, w: World) -> None:
+    p["kind"] = "clean"  # a clean is never saved: the guard's clean rules never apply
+
+
 #: name → (fields of the plan document it edits, the edit).  Each is refused, exit 3 or 4.
 ATTACKS: dict[str, tuple[tuple[str, ...], Mutation]] = {
+    "kind": (("kind",), _kind),
     "target-dotdot-outside": (("operations.target",), _escape_create),
     "target-absolute-outside": (("operations.target",), _absolute_outside_create),
     "target-unlisted-dir": (("operations.target", "operations.checkout"),
