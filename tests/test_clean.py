@@ -463,8 +463,7 @@ def _tampered(w: World) -> dict[str, Plan]:
         "another resource's path": _with(plan, alias),
         "a file": _with(plan, mine),
         "a mislabelled target": _with(plan, mislabelled),
-        "an entry word": _with(plan, attrs.evolve(_unlink(co, ".agents/memory/userdir"),
-                                                  entry="tree")),
+        "an entry word": _with(plan, attrs.evolve(g_md, entry="tree")),
         "a prune in another segment": _with(
             plan, _unlink(co, ".agents/memory/userdir", _SKILLS, entry="directory")),
         "an empty user directory": _with(
@@ -507,6 +506,18 @@ def test_the_guard_refuses_a_tampered_clean_plan(w: World, case: str) -> None:
     with pytest.raises(UnsafePlanError):
         execute(plan)
     assert snapshot(*w.ws.roots()) == before
+
+
+def test_the_guard_refuses_an_operation_of_no_checkout_of_the_plan(w: World) -> None:
+    """An operation whose checkout is not an active checkout of the plan is refused by
+    the guard itself (the executor would never reach it: it writes checkout by
+    checkout)."""
+    from aikito_mem.executor import guard
+
+    plan = w.cleaner().plan()
+    stray = attrs.evolve(_unlink(w.co, ".agents/memory/g.md"), checkout=w.outside)
+    with pytest.raises(UnsafePlanError, match="not an active checkout of the plan"):
+        guard.check(_with(plan, stray))
 
 
 def test_the_guard_accepts_every_plan_the_clean_planner_makes(w: World) -> None:
