@@ -351,6 +351,26 @@ def _refuse(op: Operation, ctx: _Context, active: set[str],
     return None
 
 
+def _clean_checkouts(plan: Plan, environ: Mapping[str, str] | None
+                     ) -> tuple[set[str], str] | str:
+    """Where a clean plan may write ([L3]): the active checkouts the live ``agent.toml``
+    lists (or the one named), or for ``clean PATH`` that one checkout — and how they
+    were found; a message when they cannot be known."""
+    try:
+        if plan.project:
+            config, home = _live_config(plan, environ)
+            return _allowed_checkouts(plan, config, home)
+        if plan.explicit_path is None:
+            return set(), "a checkout named explicitly (the plan names none)"
+        from aikito_mem.world.clean import path_slot
+        from aikito_mem.world.observe import Observer
+
+        slot = path_slot(plan.explicit_path, plan.workspace, Observer())
+        return {slot.path}, f"the checkout named explicitly ({plan.explicit_path})"
+    except ConfigError as exc:
+        return f"the checkouts of the clean cannot be checked: {exc.message}"
+
+
 def check(plan: Plan, *, environ: Mapping[str, str] | None = None) -> None:
     """Refuse ``plan`` before its first write unless every write is one the engine
     derives (see the module documentation).  A plan without writes passes at once."""
@@ -362,7 +382,7 @@ def check(plan: Plan, *, environ: Mapping[str, str] | None = None) -> None:
     if plan.kind is PlanKind.CLEAN:
         from aikito_mem.executor import guard_clean
 
-        refusals = tuple(dict.fromkeys(guard_clean.refusals(plan)))
+        refusals = tuple(dict.fromkeys(guard_clean.refusals(plan, _clean_checkouts(plan, environ))))
         again = guard_clean.again(plan)
     else:
         refusals = tuple(dict.fromkeys(_refusals(plan, environ)))

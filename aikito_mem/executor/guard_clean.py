@@ -20,23 +20,6 @@ from aikito_mem.model import Action, CheckoutState, Kind, Observed, Plan, Segmen
 from aikito_mem.planner.clean import owner, place, prune_segment
 
 
-def _allowed(plan: Plan) -> tuple[set[str], str]:
-    """Physical paths a clean may write to, and how they were found (for messages)."""
-    from aikito_mem.world.observe import Observer
-
-    if plan.project:
-        from aikito_mem.executor.guard import _allowed_checkouts, _live_config
-
-        config, _ = _live_config(plan)
-        return _allowed_checkouts(plan, config)
-    if plan.explicit_path is None:
-        return set(), "a checkout named explicitly (the plan names none)"
-    from aikito_mem.world.clean import path_slot
-
-    slot = path_slot(plan.explicit_path, plan.workspace, Observer())
-    return {slot.path}, f"the checkout named explicitly ({plan.explicit_path})"
-
-
 def again(plan: Plan) -> str:
     """The command that plans the clean afresh."""
     import shlex
@@ -46,13 +29,14 @@ def again(plan: Plan) -> str:
     return f"aikito clean {what} --dry-run"
 
 
-def refusals(plan: Plan) -> Iterator[str]:
-    """Every write of the clean ``plan`` the engine would not derive."""
-    try:
-        allowed, how = _allowed(plan)
-    except ConfigError as exc:
-        yield f"the checkouts of the clean cannot be checked: {exc.message}"
+def refusals(plan: Plan, checkouts: tuple[set[str], str] | str) -> Iterator[str]:
+    """Every write of the clean ``plan`` the engine would not derive; ``checkouts`` is
+    where it may write and how that was found (the guard derives it from the live
+    world), or why that cannot be known."""
+    if isinstance(checkouts, str):
+        yield checkouts
         return
+    allowed, how = checkouts
     from aikito_mem.config.registry import load_registry
 
     try:

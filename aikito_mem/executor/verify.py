@@ -183,7 +183,7 @@ def _verify_clean(plan: Plan, locks: Locks) -> list[str]:
         if live != planned:
             diffs.append("instruction targets of the agent registry changed "
                          f"(now {list(live) or 'none'}, were {list(planned) or 'none'})")
-    by_checkout = _by_checkout(plan)
+    by_checkout = operations_by_checkout(plan)
     for co in plan.checkouts:
         if co.state is not CheckoutState.ACTIVE:
             continue

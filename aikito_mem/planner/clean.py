@@ -22,11 +22,19 @@ import posixpath
 from attrs import frozen
 
 from aikito_mem.config.names import component_problem, reference_problem
+from aikito_mem.layout import (
+    AGENTS_DIR,
+    LEGACY_INSTRUCTIONS,
+    MEMORY_DIR,
+    NOTES,
+    SKILLS_DIR,
+    instructions_source,
+    memory_source,
+    notes_sources,
+    skill_source,
+)
 from aikito_mem.model import (
     ABSENT,
-    AGENTS_DIR,
-    MEMORY_DIR,
-    SKILLS_DIR,
     Action,
     CheckoutPlan,
     CheckoutState,
@@ -51,7 +59,7 @@ __all__ = [
 ]
 
 R_CLEAN = "L3"
-LEGACY_TARGET = f"{AGENTS_DIR}/AGENTS.md"
+LEGACY_TARGET = LEGACY_INSTRUCTIONS
 _MEM, _SKILLS, _INSTR = SegmentName.MEMORY, SegmentName.SKILLS, SegmentName.INSTRUCTIONS
 #: aikito's own runtime directories ([O3]): pruned whenever the clean leaves them empty.
 RUNTIME_DIRS = {AGENTS_DIR: _MEM, MEMORY_DIR: _MEM, SKILLS_DIR: _SKILLS}
@@ -93,18 +101,18 @@ def _resolved(literal: str, link_dir: str) -> str | None:
         posixpath.join(link_dir, literal))
 
 
-def _project_in(path: str | None, head: str, tail: str) -> str | None:
-    """The project name ``p`` when ``path`` is ``head + p + tail`` with ``p`` one clean
-    component, else ``None``."""
+#: Stands for a project name in a layout path, to read the name back out of a literal.
+_ANY = "\0"
+
+
+def _project_in(path: str | None, template: str) -> str | None:
+    """The project name ``p`` when ``path`` is ``template`` (a layout path made for the
+    project ``_ANY``) with ``p`` one clean component in its place, else ``None``."""
+    head, _, tail = template.partition(_ANY)
     if path is None or not path.startswith(head) or not path.endswith(tail):
         return None
     name = path[len(head):len(path) - len(tail)]
     return name if name and component_problem(name) is None else None
-
-
-def _notes_of(workspace: str, project: str) -> tuple[str, str]:
-    return (f"{workspace}/projects/{project}/memory/notes",
-            f"{workspace}/memory/{project}/notes")
 
 
 def owner(segment: SegmentName, rel: str, literal: str | None, link_dir: str,
@@ -117,25 +125,23 @@ def owner(segment: SegmentName, rel: str, literal: str | None, link_dir: str,
     if literal is None:
         return None
     candidates: list[str] = []
+    resolved = _resolved(literal, link_dir)
     if segment is _MEM:
-        candidates.append(f"{workspace}/memory/{rel}")
-        if rel == "notes":
+        candidates.append(memory_source(workspace, rel))
+        if rel == NOTES:
+            # Those of the project, or (``clean PATH``) of the one the literal names.
             names = [project] if project is not None else [
-                p for p in (
-                    _project_in(_resolved(literal, link_dir), f"{workspace}/projects/",
-                                "/memory/notes"),
-                    _project_in(_resolved(literal, link_dir), f"{workspace}/memory/",
-                                "/notes"),
-                ) if p is not None]
+                p for p in (_project_in(resolved, t) for t in notes_sources(workspace, _ANY))
+                if p is not None]
             for found in names:
-                candidates.extend(_notes_of(workspace, found))
+                candidates.extend(notes_sources(workspace, found))
     elif segment is _SKILLS:
-        candidates.append(f"{workspace}/skills/{rel}")
+        candidates.append(skill_source(workspace, rel))
     else:
         name = project if project is not None else _project_in(
-            _resolved(literal, link_dir), f"{workspace}/projects/", "/AGENTS.md")
+            resolved, instructions_source(workspace, _ANY))
         if name is not None:
-            candidates.append(f"{workspace}/projects/{name}/AGENTS.md")
+            candidates.append(instructions_source(workspace, name))
     return owns(literal, link_dir, candidates)
 
 

@@ -11,15 +11,8 @@ clean empties them).  Nothing is read or written; :mod:`aikito_mem.planner.clean
 from __future__ import annotations
 
 from aikito_mem.errors import ConfigError
-from aikito_mem.model import (
-    ABSENT,
-    AGENTS_DIR,
-    MEMORY_DIR,
-    SKILLS_DIR,
-    CheckoutState,
-    Kind,
-    Observed,
-)
+from aikito_mem.layout import AGENTS_DIR, MEMORY_DIR, SKILLS_DIR
+from aikito_mem.model import ABSENT, CheckoutState, Kind, Observed
 from aikito_mem.planner.clean import LEGACY_TARGET, CleanCheckout
 from aikito_mem.world import checkouts
 from aikito_mem.world.checkouts import Slot
@@ -41,7 +34,7 @@ def path_slot(path: str, workspace: str, observer: Observer) -> checkouts.Slot:
             f"checkout {given} is {found}; expected an existing directory to clean — "
             "check the path (a checkout named 'project' is written ./project)",
             code="config.checkout_path", path=given)
-    slot = checkouts._physical("explicit", given, obs)
+    slot = checkouts.physical("explicit", given, obs)
     if slot.state is not CheckoutState.ACTIVE:
         raise ConfigError(f"{slot.reason}", code="config.checkout_path", path=given)
     root = workspace.rstrip("/")
@@ -108,7 +101,8 @@ def observe_checkout(slot: Slot, targets: tuple[str, ...], observer: Observer
             if skills.kind is Kind.DIR:
                 skills_entries = observer.scan(f"{co}/{SKILLS_DIR}", skills,
                                                recursive=False)
-            found.append((LEGACY_TARGET, dict(agents_entries).get("AGENTS.md", ABSENT)))
+            legacy = dict(agents_entries).get(LEGACY_TARGET.rpartition("/")[2], ABSENT)
+            found.append((LEGACY_TARGET, legacy))
         parents: dict[str, tuple[Observed, tuple[str, ...]]] = {}
         for rel in targets:
             obs, on_the_way = _target(co, rel, observer)
