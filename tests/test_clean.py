@@ -112,6 +112,8 @@ def test_owner_is_the_canonical_path_of_the_place(segment: SegmentName, rel: str
     (".agents/memory/a.md", (_MEM, "a.md")),
     (".agents/memory/team/a.md", (_MEM, "team/a.md")),
     (".agents/memory/../x", None),
+    (".agents/memory/trailing ", (_MEM, "trailing ")),  # [H3]: any bytes a name can hold
+    (".agents/memory/caf\udce9.md", (_MEM, "caf\udce9.md")),
     (".agents/skills/review", (_SKILLS, "review")),
     (".agents/skills/a/b", None),
     (".agents/AGENTS.md", (_INSTR, ".agents/AGENTS.md")),
@@ -663,3 +665,15 @@ def test_a_clean_waits_for_the_checkout_lock(w: World) -> None:
         assert snapshot(*w.ws.roots()) == before
     finally:
         os.close(fd)
+
+
+def test_owned_links_with_any_name_bytes_are_removed(w: World) -> None:
+    """[H3]: ownership is by literal, whatever the name's bytes (a trailing space, a
+    newline, bytes that are not UTF-8)."""
+    mem = f"{w.co}/.agents/memory".encode()
+    root = w.ws.root.encode()
+    for name in (b"trailing ", b"new\nline", b"caf\xe9.md"):
+        os.symlink(root + b"/memory/" + name, mem + b"/" + name)
+    os.symlink(root + b"/skills/odd\xff", f"{w.co}/.agents/skills/".encode() + b"odd\xff")
+    w.cleaner().run()
+    assert w.links() == [".agents/memory/elsewhere.md", ".agents/skills/alias"]

@@ -11,8 +11,9 @@ instruction target → ``<ws>/projects/<p>/AGENTS.md``.  Everything else is fore
 finding, never an operation.  No CREATE is ever planned.
 
 The writer's guard ([E9]) judges a clean plan with the same two functions, :func:`place`
-and :func:`owner` (and :func:`prune_segment` for directories), so whatever this planner
-plans the guard accepts, and nothing else ([H3]).  No I/O happens here.
+and :func:`owner` (and :func:`prune_segment` for directories; names judged by
+:func:`~aikito_mem.config.names.entry_problem`, whatever their bytes), so whatever this
+planner plans the guard accepts, and nothing else ([H3]).  No I/O happens here.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import posixpath
 
 from attrs import frozen
 
-from aikito_mem.config.names import component_problem, reference_problem
+from aikito_mem.config.names import component_problem, entry_problem
 from aikito_mem.layout import (
     AGENTS_DIR,
     LEGACY_INSTRUCTIONS,
@@ -150,10 +151,10 @@ def place(rel: str, targets: frozenset[str]) -> tuple[SegmentName, str] | None:
     path relative to that segment's root — ``None`` when a clean may not look there."""
     if rel.startswith(f"{MEMORY_DIR}/"):
         sub = rel[len(MEMORY_DIR) + 1:]
-        return (_MEM, sub) if reference_problem(sub) is None else None
+        return (_MEM, sub) if entry_problem(sub) is None else None
     if rel.startswith(f"{SKILLS_DIR}/"):
         sub = rel[len(SKILLS_DIR) + 1:]
-        return (_SKILLS, sub) if component_problem(sub) is None else None
+        return (_SKILLS, sub) if entry_problem(sub, single=True) is None else None
     if rel == LEGACY_TARGET or rel in targets:
         return _INSTR, rel
     return None
@@ -166,10 +167,9 @@ def prune_segment(rel: str, targets: frozenset[str]) -> tuple[SegmentName, bool]
     fixed = RUNTIME_DIRS.get(rel)
     if fixed is not None:
         return fixed, False
-    if rel.startswith(f"{MEMORY_DIR}/") and reference_problem(rel[len(MEMORY_DIR) + 1:]) \
-            is None:
+    if rel.startswith(f"{MEMORY_DIR}/") and entry_problem(rel[len(MEMORY_DIR) + 1:]) is None:
         return _MEM, True
-    if reference_problem(rel) is None and any(t.startswith(f"{rel}/") for t in targets):
+    if entry_problem(rel) is None and any(t.startswith(f"{rel}/") for t in targets):
         return _INSTR, True
     return None
 
