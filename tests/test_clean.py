@@ -387,8 +387,13 @@ def test_clean_path_after_the_project_was_deleted(w: World) -> None:
 def test_clean_path_refuses_a_missing_path_and_the_workspace(w: World) -> None:
     with pytest.raises(ConfigError, match="expected an existing directory"):
         w.cleaner(project=None, path=f"{w.co}/nope").plan()
-    with pytest.raises(ConfigError, match="inside the workspace"):
+    with pytest.raises(ConfigError, match="workspace memory tree"):
         w.cleaner(project=None, path=f"{w.ws.root}/memory").plan()
+    # [H1]: the home directory and the workspace's parent are never checkouts.
+    with pytest.raises(ConfigError, match="home directory"):
+        w.cleaner(project=None, path=w.ws.home).plan()
+    with pytest.raises(ConfigError, match="ancestor of the workspace"):
+        w.cleaner(project=None, path=str(w.ws.base)).plan()
 
 
 def test_an_offline_checkout_is_skipped(w: World) -> None:
@@ -677,3 +682,19 @@ def test_owned_links_with_any_name_bytes_are_removed(w: World) -> None:
     os.symlink(root + b"/skills/odd\xff", f"{w.co}/.agents/skills/".encode() + b"odd\xff")
     w.cleaner().run()
     assert w.links() == [".agents/memory/elsewhere.md", ".agents/skills/alias"]
+
+
+def test_a_listed_refused_checkout_is_skipped_and_never_cleaned(w: World) -> None:
+    """[H1]: a listed checkout that is the home directory is invalid: skipped with a
+    warning, nothing there is touched, while the real checkout is cleaned."""
+    home = w.ws.home
+    os.makedirs(f"{home}/.agents/skills")
+    os.symlink(f"{w.ws.root}/skills/review", f"{home}/.agents/skills/review")
+    w.ws.write_config("demo", memory=["g.md"], paths=[w.co, home], skills=["review"])
+    before = snapshot(home)
+    plan = w.cleaner().plan()
+    assert [op.target for op in plan.operations if op.action is Action.SKIP] == [home]
+    assert "clean.invalid_checkout" in {f.code for f in plan.findings}
+    w.cleaner().run()
+    assert snapshot(home) == before
+    assert not os.path.lexists(f"{w.co}/AGENTS.md")

@@ -382,7 +382,8 @@ def check(plan: Plan, *, environ: Mapping[str, str] | None = None) -> None:
     if plan.kind is PlanKind.CLEAN:
         from aikito_mem.executor import guard_clean
 
-        refusals = tuple(dict.fromkeys(guard_clean.refusals(plan, _clean_checkouts(plan, environ))))
+        checkouts = _clean_checkouts(plan, environ)
+        refusals = tuple(dict.fromkeys(guard_clean.refusals(plan, checkouts)))
         again = guard_clean.again(plan)
     else:
         refusals = tuple(dict.fromkeys(_refusals(plan, environ)))

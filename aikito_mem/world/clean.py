@@ -37,12 +37,19 @@ def path_slot(path: str, workspace: str, observer: Observer) -> checkouts.Slot:
     slot = checkouts.physical("explicit", given, obs)
     if slot.state is not CheckoutState.ACTIVE:
         raise ConfigError(f"{slot.reason}", code="config.checkout_path", path=given)
-    root = workspace.rstrip("/")
-    if slot.path == root or slot.path.startswith(root + "/"):
+    from aikito_mem.config.discovery import home_directory
+
+    # [H1]: never a place a checkout can never be (/, home, the workspace, inside it…).
+    places = checkouts.Places.of(workspace, None, home_directory(), observer)
+    refused = (checkouts.refusal(slot.path, slot.identity, places)
+               if slot.identity is not None else None)
+    if refused is not None:
+        code, what = refused
         raise ConfigError(
-            f"{slot.path} is inside the workspace {workspace}; expected a checkout outside "
-            "it — aikito never cleans the workspace itself",
-            code="config.checkout_in_workspace", path=slot.path)
+            f"checkout {slot.path} {what}; expected a project's own working copy — never "
+            "/, the home directory, the workspace, a directory inside it, or an ancestor "
+            "of the home directory or the workspace ([H1]); nothing was removed",
+            code=code, path=slot.path)
     return slot
 
 
