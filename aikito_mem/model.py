@@ -272,6 +272,9 @@ class Plan(Value):
     skill_dirs: tuple[PlannedTarget, ...] = ()
     #: A sync, or a clean ([L3]): no CREATE, only owned links and emptied directories.
     kind: PlanKind = PlanKind.SYNC
+    #: ``--moved-from OLD`` ([L4]): the workspace's old root; a link whose literal is
+    #: ``OLD`` + the remainder of its canonical path is relinked (rule ``L4``).
+    moved_from: str | None = None
 
     @property
     def conflicts(self) -> tuple[Operation, ...]:
@@ -484,6 +487,9 @@ class InstructionTargetView(Value):
     #: Each ancestor directory (relative path → observation), outermost first, up to the
     #: first one that is missing or not a real directory.
     parents: tuple[tuple[str, Observed], ...] = ()
+    #: The target's relink name ``.NAME.aikito-relink`` ([L4]): a leftover of a killed
+    #: relink is aikito's own and removed.
+    relink: Observed = ABSENT
 
 
 @frozen(repr=False, eq=False)

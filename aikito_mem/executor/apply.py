@@ -146,7 +146,8 @@ def _fresh_and_equal(saved: Plan, workspace: str | None, environ: Mapping[str, s
     project = Project.load(saved.project, ws, environ=environ)
     try:
         fresh = project.plan_locked(saved.explicit_path, register=saved.register is not None,
-                                    locks=locks, lock_timeout=lock_timeout)
+                                    locks=locks, lock_timeout=lock_timeout,
+                                    moved_from=saved.moved_from)
     except ConfigError as exc:
         if exc.code != "config.checkout_path":
             raise

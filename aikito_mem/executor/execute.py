@@ -13,6 +13,7 @@ a ``readlinkat`` proving ownership; ``rmdir`` refuses a non-empty directory).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import signal
@@ -48,6 +49,7 @@ from aikito_mem.model import (
     SyncResult,
 )
 from aikito_mem.outcome import segment_results
+from aikito_mem.planner.moved import R_MOVED, relink_name
 from aikito_mem.world import observe
 
 __all__ = ["Locks", "execute", "lock_fd", "open_root", "planned_result", "refused", "verify",
@@ -210,6 +212,32 @@ class _Writer:
             os.symlink(op.source, name, dir_fd=pfd)
         except FileExistsError:
             raise _Drift(f"target {op.target} appeared") from None
+
+
+    def relink(self, op: Operation) -> None:
+        """[L4]: a fresh symlink made under the target's relink name, then renamed over
+        the old link in one atomic step — after re-reading, just before the rename, that
+        the old link is still the one the plan recorded (a kill leaves at most the fresh
+        link under its relink name, which the next plan removes)."""
+        pfd, name, _ = self.split(op)
+        temp = relink_name(name)
+        if before_write is not None:
+            before_write(op)
+        assert op.source is not None
+        try:
+            os.symlink(op.source, temp, dir_fd=pfd)
+        except FileExistsError:
+            raise _Drift(f"{temp} appeared next to {op.target}") from None
+        try:
+            live = observe.lstat_link(name, dir_fd=pfd)
+            if live.kind is not Kind.LINK or live.literal != op.observed.literal:
+                raise _Drift(f"target {op.target} is now {live.describe()} "
+                             f"(was {op.observed.describe()})")
+            os.rename(temp, name, src_dir_fd=pfd, dst_dir_fd=pfd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=pfd)  # never leave the fresh link behind
+            raise
 
 
 def write_order(plan: Plan, ops: Iterable[tuple[int, Operation]]) -> list[int]:
@@ -406,7 +434,9 @@ def _apply(plan: Plan, locks: Locks) -> SyncResult:
                                    "rest was not applied — run the sync again to converge")
                 op = plan.operations[i]
                 try:
-                    if op.action is Action.CREATE:
+                    if op.action is Action.CREATE and op.rule == R_MOVED:
+                        writer.relink(op)
+                    elif op.action is Action.CREATE:
                         writer.symlink(op)
                     elif op.entry == "directory":
                         writer.rmdir(op)

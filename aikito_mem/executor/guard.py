@@ -53,6 +53,7 @@ from aikito_mem.model import (
     SegmentName,
 )
 from aikito_mem.planner.memory import history, owns
+from aikito_mem.planner.moved import R_MOVED, moved_literal, relink_target
 from aikito_mem.values import Value
 
 _CREATE, _UNLINK = Action.CREATE, Action.UNLINK
@@ -66,6 +67,9 @@ class _Context:
         self.workspace = plan.workspace
         self.project = plan.project
         self.config = config
+        #: The workspace's old root a relink replaces links into ([L4]).
+        self.moved_from = plan.moved_from
+        self._old_holds: bool | None = None
         self._notes: tuple[str | None, tuple[str, str]] | None = None
         self._wanted: frozenset[str] | None = None
         self._targets: frozenset[str] | None = None
@@ -97,6 +101,16 @@ class _Context:
             else:
                 self._skill_dirs = tuple(d.path for d in registry.skill_dirs)
         return self._skill_dirs
+
+    def old_root_holds_a_workspace(self) -> bool:
+        """Whether ``--moved-from OLD`` still holds a workspace (``OLD/projects``): then
+        its links are its own and nothing of it is relinked ([L4])."""
+        if self._old_holds is None:
+            from aikito_mem.world.observe import lstat
+
+            self._old_holds = self.moved_from is not None and lstat(
+                layout.projects_root(self.moved_from)).exists
+        return self._old_holds
 
     def instruction_targets(self) -> frozenset[str]:
         """Instruction target paths the live agent registry names ([G3])."""
@@ -334,6 +348,15 @@ def _refuse(op: Operation, ctx: _Context, active: set[str],
                     f"registry) wants nothing at {rel!r}; expected no CREATE there")
         if op.source != expected:
             return f" links to {op.source!r}; expected the canonical source {expected}"
+        if op.rule == R_MOVED:
+            # [L4]: the one rename over an existing entry — only the link into the
+            # workspace's old root that --moved-from names for this very source.
+            old = moved_literal(ctx.moved_from, ctx.workspace, expected)
+            if (op.observed.kind is not Kind.LINK or old is None
+                    or op.observed.literal != old or ctx.old_root_holds_a_workspace()):
+                return (f" replaces {op.observed.describe()}; a relink replaces only the "
+                        f"link {old or 'OLD + the canonical remainder'!r} (--moved-from, "
+                        "[L4])")
         return None
     if op.entry == "directory":
         if not rule.prunes or (op.checkout, segment, op.target) not in emptied:
@@ -344,7 +367,8 @@ def _refuse(op: Operation, ctx: _Context, active: set[str],
         return f" removes a {op.entry!r}; expected a link or a pruned directory"
     if op.observed.kind is not Kind.LINK or op.observed.literal is None:
         return f" removes {op.observed.describe()}; aikito only unlinks its own links"
-    allowed = rule.history(ctx, rel)
+    # A relink's temporary name ([L4]) is owned as the entry it stands for.
+    allowed = rule.history(ctx, relink_target(rel) or rel)
     if owns(op.observed.literal, op.target.rpartition("/")[0], allowed) is None:
         return (f" removes a symlink to {op.observed.literal!r}, which aikito does not "
                 f"own; expected a link to {' or '.join(allowed)} ([O2])")

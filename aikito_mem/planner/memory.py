@@ -38,6 +38,7 @@ from aikito_mem.model import (
     ResourceSet,
     SourceCheck,
 )
+from aikito_mem.planner.moved import R_MOVED, moved_literal, relink_target
 
 __all__ = ["build_plan", "history", "literal_resolves_to", "owns"]
 
@@ -95,9 +96,11 @@ class _CheckoutPlanner:
     """Plans one active checkout whose ``.agents`` and ``.agents/memory`` are usable."""
 
     def __init__(
-        self, view: CheckoutView, resources: ResourceSet, workspace: str, config_path: str
+        self, view: CheckoutView, resources: ResourceSet, workspace: str, config_path: str,
+        moved_from: str | None = None,
     ) -> None:
         self.view = view
+        self.moved_from = moved_from
         self.workspace = workspace
         self.config_path = config_path
         self.notes_history = resources.notes_history
@@ -141,13 +144,16 @@ class _CheckoutPlanner:
             if obs.kind is Kind.LINK and entry_problem(rel) is None:
                 # [H3]: any name an owned link can have on disk is unlinked — the rule
                 # the writer's guard applies to the same target.
+                # A relink's temporary name ([L4]) is owned as the entry it stands for.
+                base = relink_target(rel)
                 cand = owns(obs.literal, self.link_dir(rel),
-                            history(self.workspace, rel, self.notes_history))
+                            history(self.workspace, base or rel, self.notes_history))
                 if cand is not None:
                     self.removed.add(rel)
                     self.op(Action.UNLINK, R_STALE, rel,
-                            "no longer wanted: aikito's link for a reference that was removed",
-                            source=cand, observed=obs)
+                            "no longer wanted: aikito's link for a reference that was removed"
+                            if base is None else
+                            "the leftover of an interrupted relink", source=cand, observed=obs)
                     continue
             if rel == INDEX_NAME and obs.kind is Kind.FILE and self.view.index_anchor:
                 # The descriptor's anchor (see CheckoutView.index_anchor): not a stray file.
@@ -273,6 +279,10 @@ class _CheckoutPlanner:
                         f"{legacy}",
                         **kw)
                 return
+            if obs.literal == moved_literal(self.moved_from, self.workspace, res.source):
+                # [L4]: the same resource under the workspace's old root.
+                self.op(Action.CREATE, R_MOVED, rel, f"relinked from {self.moved_from}", **kw)
+                return
             former = owns(obs.literal, link_dir,
                           history(self.workspace, rel, self.notes_history))
             remedy = (f"remove the link {self.target(rel)}: it is aikito's link to the "
@@ -353,8 +363,10 @@ def build_plan(
     explicit_path: str | None = None,
     register: str | None = None,
     home: str | None = None,
+    moved_from: str | None = None,
 ) -> Plan:
-    """Plan every checkout against every resource ([P1]–[P5]).  Pure."""
+    """Plan every checkout against every resource ([P1]–[P5]); ``moved_from`` is the
+    workspace's old root of ``--moved-from`` ([L4]).  Pure."""
     ops: list[tuple[tuple[int, str, int], Operation]] = []
     findings: list[Finding] = [*config.findings, *resources.findings]
     planned: list[CheckoutPlan] = []
@@ -385,7 +397,7 @@ def build_plan(
             co_ops.append(_checkout_conflict(view, MEMORY_DIR, view.memory, "a real directory"))
             dirs = (("", view.root), (AGENTS_DIR, view.agents), (MEMORY_DIR, view.memory))
         else:
-            cp = _CheckoutPlanner(view, resources, workspace, config.config_path)
+            cp = _CheckoutPlanner(view, resources, workspace, config.config_path, moved_from)
             cp.plan_stale()
             for res in resources.resources:
                 if res.shadowed:
@@ -447,4 +459,5 @@ def build_plan(
         config_digest=config.sha256,
         home=home,
         worktrees=config.worktrees,
+        moved_from=moved_from,
     )

@@ -117,9 +117,10 @@ def add_segments(
         else:
             s_ops, s_findings, s_dirs = planner_skills.plan_checkout(
                 co.path, agents[co.path], skill_views[co.path], skills, plan.workspace,
-                plan.config_path, tracked.get(co.path, none))
+                plan.config_path, tracked.get(co.path, none), plan.moved_from)
             i_ops, i_findings, i_dirs = planner_instructions.plan_checkout(
-                co.path, source, instruction_views[co.path], tracked.get(co.path, none))
+                co.path, source, instruction_views[co.path], tracked.get(co.path, none),
+                plan.workspace, plan.moved_from)
             ops.extend(s_ops)
             ops.extend(i_ops)
             findings.extend(s_findings)

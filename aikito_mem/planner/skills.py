@@ -23,6 +23,7 @@ from aikito_mem.model import (
     SkillsView,
 )
 from aikito_mem.planner.memory import owns
+from aikito_mem.planner.moved import R_MOVED, moved_literal, relink_base
 
 R_SKILL = "G2"
 R_OFFLINE = "G6"
@@ -67,6 +68,7 @@ def plan_checkout(
     workspace: str,
     config_path: str,
     tracked: frozenset[str] = frozenset(),
+    moved_from: str | None = None,
 ) -> tuple[list[Operation], list[Finding], list[tuple[str, Observed]]]:
     """(operations, findings, directories relied on) of one active checkout ([G2]).
 
@@ -95,7 +97,7 @@ def plan_checkout(
                        "writes through or replaces it", observed=view.root))
         return ops, findings, dirs
     table(ops, findings, checkout, base, view.entries, skills, workspace, config_path,
-          tracked=tracked)
+          tracked=tracked, moved_from=moved_from)
     ops.sort(key=lambda op: op.target)
     findings.sort(key=lambda f: f.path or "")
     return ops, findings, dirs
@@ -106,6 +108,7 @@ def table(
     listing: tuple[tuple[str, Observed], ...], skills: tuple[Resource, ...], workspace: str,
     config_path: str, *, rule: str = R_SKILL, created: str = "target missing",
     whose: str | None = None, tracked: frozenset[str] = frozenset(),
+    moved_from: str | None = None,
 ) -> None:
     """[G2]'s table in the skills directory ``base`` (a real directory, or one that will
     be created): each selected skill linked (CREATE / NOOP / CONFLICT), each owned link of
@@ -117,13 +120,16 @@ def table(
         if name in selected:
             continue
         target = f"{base}/{name}"
+        # A relink's temporary name ([L4]) is owned as the skill it stands for.
+        stands_for = relink_base(name)
+        source = skill_source(workspace, stands_for or name)
         if obs.kind is Kind.LINK and entry_problem(name, single=True) is None and owns(
-                obs.literal, base, (skill_source(workspace, name),)) is not None:
+                obs.literal, base, (source,)) is not None:
             # [H3]: whatever bytes its name holds — the writer's guard applies this rule.
             ops.append(_op(Action.UNLINK, checkout, target,
-                           "no longer wanted: aikito's link for a skill that was removed",
-                           resource=name, source=skill_source(workspace, name), observed=obs,
-                           rule=rule))
+                           "no longer wanted: aikito's link for a skill that was removed"
+                           if stands_for is None else "the leftover of an interrupted relink",
+                           resource=name, source=source, observed=obs, rule=rule))
             continue
         made = f" ({whose})" if whose else ""
         findings.append(Finding(
@@ -152,6 +158,12 @@ def table(
             ops.append(_op(Action.SKIP, checkout, target, TRACKED_REASON, resource=res.name,
                            source=res.source, observed=obs, rule=R_TRACKED))
             findings.append(tracked_finding(target, obs, f"skill {res.name}"))
+        elif obs.kind is Kind.LINK and obs.literal == moved_literal(moved_from, workspace,
+                                                                    res.source):
+            # [L4]: the same skill under the workspace's old root.
+            ops.append(_op(Action.CREATE, checkout, target, f"relinked from {moved_from}",
+                           resource=res.name, source=res.source, observed=obs,
+                           rule=R_MOVED))
         else:
             if obs.kind is Kind.LINK:
                 remedy = (f"remove the link {target} if you no longer need it (aikito never "

@@ -18,7 +18,8 @@ at, and ``D/plans`` for saved plans.  Hypothesis interleaves:
   with ``--out``), saved-plan apply (``Project.execute`` and CLI ``apply``), possibly long
   after the plan was saved; ``aikito clean`` ([L3]: ``clean project demo`` and
   ``clean CO``, by the API and the CLI), after which no owned link is left and a second
-  clean has nothing to do;
+  clean has nothing to do; the workspace moved and moved back with ``--moved-from``
+  ([L4]), relinked in place both ways;
 * places a checkout can never be ([H1]) listed beside the real checkout: the home
   directory (home-like: it holds a ``.claude/``), a directory inside the workspace, the
   workspace's parent; and, where mounts are available (root), ``<ws>/memory/team``
@@ -526,6 +527,34 @@ class SafetyMachine(_UserTree):
                     assert not os.path.islink(path) or path in self.foreign, \
                         f"clean left aikito's link {path}"
         assert not _cleaner(self.ws, self.co, how).plan().has_changes
+
+    @rule()
+    def workspace_moves(self) -> None:
+        """[L4]: ``mv`` the workspace, ``sync --moved-from OLD`` there, ``mv`` it back and
+        sync ``--moved-from`` the other way: each relink names the workspace it is in,
+        foreign entries stay (the invariants), and the round trip leaves every link
+        canonical again."""
+        moved = f"{self.d}/ws-moved"
+        os.rename(self.ws, moved)
+        try:
+            try:
+                there = Project.load("demo", workspace=moved).sync(moved_from=self.ws)
+            except (ConflictError, StalePlanError):
+                there = None
+            event(f"moved: {there.outcome if there is not None else 'refused'}")
+            for op in there.plan.operations if there is not None else ():
+                if op.rule == "L4":
+                    assert op.source is not None and op.source.startswith(moved + "/")
+                    assert os.readlink(op.target) == op.source
+        finally:
+            os.rename(moved, self.ws)
+        try:
+            back = self._project().sync(moved_from=moved)
+        except (ConflictError, StalePlanError):
+            back = None
+        if there is not None:
+            assert back is not None, "the way back was refused after the way there applied"
+            self._assert_converged()
 
     @rule()
     def cli_sync(self) -> None:
