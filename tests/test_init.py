@@ -656,7 +656,7 @@ def test_repointing_re_reads_the_pointer_just_before_the_rename(
 ) -> None:
     """[L4]: when, by the time of the write, the pointer names a workspace that exists
     (another run, the user), it is left as it is: stale, nothing replaced."""
-    from aikito_mem.commands.init import run as init_run
+    from aikito_mem.commands.init import repoint
     from aikito_mem.errors import StalePlanError
 
     pointer = Path(home, ".config", "aikito", "workspace")
@@ -664,7 +664,7 @@ def test_repointing_re_reads_the_pointer_just_before_the_rename(
     pointer.write_text("/gone/ws\n")
     root = tmp_path / "ws"
     (root / "projects").mkdir(parents=True)
-    monkeypatch.setattr(init_run, "names_a_workspace", lambda path: True)
+    monkeypatch.setattr(repoint, "names_a_workspace", lambda path: True)
     with pytest.raises(StalePlanError):
         init_workspace(str(root), environ=env(home))
     assert pointer.read_text() == "/gone/ws\n"

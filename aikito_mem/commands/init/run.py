@@ -42,11 +42,11 @@ from aikito_mem.commands.init.paths import (
     REPOINT,
     check_path_text,
     checkout_registration,
-    names_a_workspace,
     pointer_plan,
     split_existing,
     workspace_target,
 )
+from aikito_mem.commands.init.repoint import repoint
 from aikito_mem.commands.init.report import EntryKind, InitEntry, InitReport, InitStatus, text_lines
 from aikito_mem.config.discovery import Workspace, home_directory, resolve_workspace
 from aikito_mem.errors import ConfigError, ExecutionError, InterruptedError_, StalePlanError
@@ -222,22 +222,6 @@ class _Writer:
         self._fds.clear()
 
 
-def _repoint(fd: int, step: _Step) -> None:
-    """[L4]: replace the pointer file atomically — after re-reading, just before the
-    rename, that it still names a workspace that does not exist (else stale)."""
-    name = step.parts[-1]
-    mode = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode & 0o777
-
-    def still_gone() -> None:
-        data, _ = fsutil.read_regular(name, dir_fd=fd, limit=64 * 1024)
-        line = data.decode("utf-8", "replace").removeprefix("\ufeff").split("\n", 1)[0]
-        named = os.path.expanduser(line.strip())
-        if not line.strip() or names_a_workspace(named):
-            raise FileExistsError(errno.EEXIST, "the pointer file changed", step.path)
-
-    fsutil.atomic_replace(fd, name, step.data, mode=mode, before_rename=still_gone)
-
-
 def _entries(steps: list[_Step], created: set[str], dry_run: bool) -> tuple[InitEntry, ...]:
     out = []
     for s in steps:
@@ -265,7 +249,7 @@ def _run(steps: list[_Step], make_report: Any, dry_run: bool) -> InitReport:
             try:
                 fd = writer.parent_fd(step)
                 if step.role == REPOINT:
-                    _repoint(fd, step)
+                    repoint(fd, step.parts[-1], step.data, step.path)
                 elif step.kind is EntryKind.DIRECTORY:
                     os.mkdir(step.parts[-1], step.mode, dir_fd=fd)
                 else:
