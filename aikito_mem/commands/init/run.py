@@ -39,14 +39,13 @@ import attrs
 
 from aikito_mem import fsutil, signals
 from aikito_mem.commands.init.paths import (
-    REPOINT,
     check_path_text,
     checkout_registration,
     pointer_plan,
     split_existing,
     workspace_target,
 )
-from aikito_mem.commands.init.repoint import repoint
+from aikito_mem.commands.init.repoint import write_step
 from aikito_mem.commands.init.report import EntryKind, InitEntry, InitReport, InitStatus, text_lines
 from aikito_mem.config.discovery import Workspace, home_directory, resolve_workspace
 from aikito_mem.errors import ConfigError, ExecutionError, InterruptedError_, StalePlanError
@@ -247,13 +246,7 @@ def _run(steps: list[_Step], make_report: Any, dry_run: bool) -> InitReport:
                 continue
             signals.check()
             try:
-                fd = writer.parent_fd(step)
-                if step.role == REPOINT:
-                    repoint(fd, step.parts[-1], step.data, step.path)
-                elif step.kind is EntryKind.DIRECTORY:
-                    os.mkdir(step.parts[-1], step.mode, dir_fd=fd)
-                else:
-                    fsutil.create_new(fd, step.parts[-1], step.data)
+                write_step(writer.parent_fd(step), step)
             except FileExistsError:
                 raise StalePlanError(
                     f"{step.path} appeared while aikito init was running; it was not "
