@@ -534,6 +534,10 @@ class SafetyMachine(_UserTree):
         sync ``--moved-from`` the other way: each relink names the workspace it is in,
         foreign entries stay (the invariants), and the round trip leaves every link
         canonical again."""
+        if self.refused or self.mounted is not None:
+            # A listed place inside the workspace would go offline with it (and come back
+            # refused), a bind mount of it would not move: the round trip is not one move.
+            return
         moved = f"{self.d}/ws-moved"
         os.rename(self.ws, moved)
         try:
