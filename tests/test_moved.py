@@ -271,7 +271,7 @@ def test_without_the_guard_the_tampered_relink_would_replace_the_users_link(
     tampered = attrs.evolve(plan, operations=tuple(
         attrs.evolve(op, action=Action.CREATE, rule="L4", remedy=None)
         if op.target == target else op for op in plan.operations))
-    monkeypatch.setattr(guard, "check", lambda plan: None)
+    monkeypatch.setattr(guard, "check", lambda plan, **kw: None)
     execute(tampered)
     assert os.readlink(target) == f"{w.new}/memory/mine.md"
 
