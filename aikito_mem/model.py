@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 from attrs import frozen
 
-from aikito_mem.values import Value
+from aikito_mem.values import PlanKind as PlanKind, Value  # PlanKind: re-exported
 
 
 class Action(enum.Enum):
@@ -66,14 +66,6 @@ class SegmentName(enum.Enum):
     SKILLS = "skills"
     INSTRUCTIONS = "instructions"
     MEMORY = "memory"
-
-
-class PlanKind(enum.Enum):
-    """What a plan is for: a sync ([P1]–[P5]) or a clean ([L3]).  The writer's guard
-    judges each write by the rules of its kind ([E9])."""
-
-    SYNC = "sync"
-    CLEAN = "clean"
 
 
 #: Segments in the order they are planned, listed and executed ([G6]).
@@ -272,8 +264,7 @@ class Plan(Value):
     skill_dirs: tuple[PlannedTarget, ...] = ()
     #: A sync, or a clean ([L3]): no CREATE, only owned links and emptied directories.
     kind: PlanKind = PlanKind.SYNC
-    #: ``--moved-from OLD`` ([L4]): the workspace's old root; a link whose literal is
-    #: ``OLD`` + the remainder of its canonical path is relinked (rule ``L4``).
+    #: ``--moved-from OLD`` ([L4]): links into that old root are relinked (rule ``L4``).
     moved_from: str | None = None
 
     @property
@@ -487,9 +478,7 @@ class InstructionTargetView(Value):
     #: Each ancestor directory (relative path → observation), outermost first, up to the
     #: first one that is missing or not a real directory.
     parents: tuple[tuple[str, Observed], ...] = ()
-    #: The target's relink name ``.NAME.aikito-relink`` ([L4]): a leftover of a killed
-    #: relink is aikito's own and removed.
-    relink: Observed = ABSENT
+    relink: Observed = ABSENT  # at the relink name: a killed relink's leftover ([L4])
 
 
 @frozen(repr=False, eq=False)
