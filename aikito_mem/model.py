@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 from attrs import frozen
 
-from aikito_mem.values import PlanKind as PlanKind, Value  # PlanKind: re-exported
+from aikito_mem.values import PlanKind, Value
 
 
 class Action(enum.Enum):

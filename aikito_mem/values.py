@@ -23,8 +23,8 @@ __all__ = ["PlanKind", "Value"]
 
 class PlanKind(enum.Enum):
     """What a plan is for: a sync ([P1]–[P5]) or a clean ([L3]); the writer's guard
-    judges each write by the rules of its kind ([E9]).  (Here, beside :class:`Value`,
-    because the model re-exports it: ``aikito_mem.model.PlanKind``.)"""
+    judges each write by the rules of its kind ([E9]).  (Here, beside :class:`Value`:
+    the model is at its size.)"""
 
     SYNC = "sync"
     CLEAN = "clean"

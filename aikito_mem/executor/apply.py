@@ -39,7 +39,8 @@ import attrs
 
 from aikito_mem import layout
 from aikito_mem.errors import ConfigError, PlanFileError, StalePlanError
-from aikito_mem.model import Action, CheckoutState, Operation, Plan, PlanKind, SyncResult
+from aikito_mem.model import Action, CheckoutState, Operation, Plan, SyncResult
+from aikito_mem.values import PlanKind
 
 __all__ = ["apply_plan", "apply_plan_file", "compare", "read_saved"]
 

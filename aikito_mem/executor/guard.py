@@ -48,13 +48,12 @@ from aikito_mem.model import (
     Kind,
     Operation,
     Plan,
-    PlanKind,
     ProjectConfig,
     SegmentName,
 )
 from aikito_mem.planner.memory import history, owns
 from aikito_mem.planner.moved import R_MOVED, moved_literal, relink_target
-from aikito_mem.values import Value
+from aikito_mem.values import PlanKind, Value
 
 _CREATE, _UNLINK = Action.CREATE, Action.UNLINK
 

@@ -24,9 +24,9 @@ from aikito_mem.model import (
     Observed,
     Operation,
     Plan,
-    PlanKind,
 )
 from aikito_mem.planner.skills import R_TRACKED
+from aikito_mem.values import PlanKind
 from aikito_mem.world import observe
 
 #: A path that vanished, or whose directory is now a non-directory or a symlink.

@@ -44,11 +44,11 @@ from aikito_mem.model import (
     Observed,
     Operation,
     Plan,
-    PlanKind,
     PlannedTarget,
     SegmentName,
 )
 from aikito_mem.planner.memory import owns
+from aikito_mem.values import PlanKind
 
 __all__ = [
     "R_CLEAN",
