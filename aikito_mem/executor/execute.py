@@ -13,7 +13,6 @@ a ``readlinkat`` proving ownership; ``rmdir`` refuses a non-empty directory).
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import signal
@@ -33,6 +32,7 @@ from aikito_mem.executor.lock import (
     lock_fd,
     open_root,
 )
+from aikito_mem.executor.relink import rename_over
 from aikito_mem.executor.verify import operations_by_checkout, verify
 from aikito_mem.fsutil import DIR_NOFOLLOW
 from aikito_mem.model import (
@@ -49,7 +49,7 @@ from aikito_mem.model import (
     SyncResult,
 )
 from aikito_mem.outcome import segment_results
-from aikito_mem.planner.moved import R_MOVED, relink_name
+from aikito_mem.planner.moved import R_MOVED
 from aikito_mem.world import observe
 
 __all__ = ["Locks", "execute", "lock_fd", "open_root", "planned_result", "refused", "verify",
@@ -215,29 +215,13 @@ class _Writer:
 
 
     def relink(self, op: Operation) -> None:
-        """[L4]: a fresh symlink made under the target's relink name, then renamed over
-        the old link in one atomic step — after re-reading, just before the rename, that
-        the old link is still the one the plan recorded (a kill leaves at most the fresh
-        link under its relink name, which the next plan removes)."""
+        """[L4]: the one rename over an existing link (:func:`relink.rename_over`)."""
         pfd, name, _ = self.split(op)
-        temp = relink_name(name)
         if before_write is not None:
             before_write(op)
-        assert op.source is not None
-        try:
-            os.symlink(op.source, temp, dir_fd=pfd)
-        except FileExistsError:
-            raise _Drift(f"{temp} appeared next to {op.target}") from None
-        try:
-            live = observe.lstat_link(name, dir_fd=pfd)
-            if live.kind is not Kind.LINK or live.literal != op.observed.literal:
-                raise _Drift(f"target {op.target} is now {live.describe()} "
-                             f"(was {op.observed.describe()})")
-            os.rename(temp, name, src_dir_fd=pfd, dst_dir_fd=pfd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp, dir_fd=pfd)  # never leave the fresh link behind
-            raise
+        drift = rename_over(pfd, name, op)
+        if drift is not None:
+            raise _Drift(drift)
 
 
 def write_order(plan: Plan, ops: Iterable[tuple[int, Operation]]) -> list[int]:

@@ -79,7 +79,8 @@ def text_lines(report: SyncReport, display: Display) -> list[str]:
              if not display.quiet and (display.verbose or f.severity != Severity.INFO)]
     placed: set[int] = set()
     for co in plan.checkouts:
-        paths = Paths(plan.workspace, co.path)
+        paths = Paths(plan.workspace, co.path, cwd=display.cwd, home=display.home,
+                      named=plan.workspace_source == "option", program=display.program)
         body: list[str] = []
         if co.state is CheckoutState.OFFLINE and not display.quiet:
             body.append(display.line(f"  ~ checkout offline: {co.path}", "cyan"))
@@ -102,7 +103,8 @@ def text_lines(report: SyncReport, display: Display) -> list[str]:
             lines.extend(body)
     for n, f in enumerate(shown):
         if n not in placed:
-            lines.append(display.line(f"{f.severity}: {f.message}", "magenta"))
+            where = Paths(plan.workspace, cwd=display.cwd, home=display.home)
+            lines.append(display.line(f"{f.severity}: {where.text(f.message)}", "magenta"))
     lines.append(display.line(summary(plan)))
     if report.error is None:
         lines.extend(display.line(t, c) for t, c in _closing(report))
