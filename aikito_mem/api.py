@@ -76,6 +76,52 @@ def _identify(plan: Plan) -> Plan:
     return plan.evolve(sources=sources)
 
 
+def moved_root(moved_from: str | None, workspace: str) -> str | None:
+    """``--moved-from OLD`` checked ([L4]): an absolute path without control characters,
+    not the workspace itself, written without trailing ``/``; else ``ConfigError``."""
+    if moved_from is None:
+        return None
+    from aikito_mem.config.names import control_character
+    from aikito_mem.planner.moved import normalise_old
+
+    old = normalise_old(moved_from)
+    problem = None
+    if control_character(moved_from) is not None:
+        problem = "contains a control character"
+    elif not old.startswith("/") or old == "/":
+        problem = "is not the absolute path of a directory"
+    elif old == workspace:
+        problem = "is the workspace itself"
+    elif _holds_workspace(old):
+        # A link into a workspace that still exists is that workspace's, never ours.
+        problem = "still holds a workspace (it has projects/): its links are its own"
+    if problem is not None:
+        raise ConfigError(
+            f"--moved-from {moved_from!r} {problem}; expected the absolute path the "
+            f"workspace had before it moved to {workspace} (e.g. --moved-from ~/aikito-old)",
+            code="config.moved_from", path=moved_from)
+    return old
+
+
+def _holds_workspace(root: str) -> bool:
+    from aikito_mem.layout import projects_root
+    from aikito_mem.world.observe import lstat
+
+    return lstat(projects_root(root)).exists
+
+
+def _moved_remedies(plan: Plan) -> Plan:
+    """[L4]: a conflict over a link into another root that no longer holds a workspace
+    names ``aikito sync --moved-from OLD`` as its remedy (one ``lstat`` per such root,
+    only when there are such conflicts)."""
+    from aikito_mem.planner.moved import moved_remedies, suggested_roots
+
+    roots = suggested_roots(plan)
+    if not roots:
+        return plan
+    return moved_remedies(plan, {root for root in roots if not _holds_workspace(root)})
+
+
 def _workspace(workspace: str | Workspace | None, environ: Mapping[str, str] | None
                ) -> Workspace:
     if isinstance(workspace, Workspace):
@@ -183,9 +229,11 @@ class Project:
         register: str | None,
         identify: bool = True,
         agent: str | None = None,
+        moved_from: str | None = None,
     ) -> Plan:
         """One plan of every segment (§13): one observation pass, then the planner
-        ([G6]); ``agent`` limits the instruction targets to that agent's ([A3])."""
+        ([G6]); ``agent`` limits the instruction targets to that agent's ([A3]);
+        ``moved_from`` relinks links into the workspace's old root ([L4])."""
         from aikito_mem.world.project import observe_project
 
         home = self._home()
@@ -199,12 +247,14 @@ class Project:
             plan = plan_project(
                 observed, config=self.config, workspace=self.workspace,
                 workspace_source=self.ws.found_via, explicit_path=explicit,
-                register=register, home=home, agent=agent,
+                register=register, home=home, agent=agent, moved_from=moved_from,
             )
+            plan = _moved_remedies(plan)
             return _identify(plan) if identify else plan
 
     def plan(
-        self, path: str | None = None, *, register: bool = True, identify: bool = True
+        self, path: str | None = None, *, register: bool = True, identify: bool = True,
+        moved_from: str | None = None,
     ) -> Plan:
         """A frozen plan; writes nothing and takes no lock ([E7]).
 
@@ -212,12 +262,14 @@ class Project:
         plan records its registration (unless ``register=False``), done at execution.
         ``identify=False`` skips the source identities of [P5] (three syscalls per source
         to create) for a plan that will only be shown, never executed: such a plan is
-        re-checked by type alone.
+        re-checked by type alone.  ``moved_from`` (``--moved-from OLD``, [L4]): a link
+        whose literal is ``OLD`` + the remainder of its canonical path is relinked.
         """
+        moved = moved_root(moved_from, self.workspace)
         observer = Observer()
         slots, explicit, reg = self._slots(path, observer, register=register)
         return self._plan(slots, observer, explicit=explicit, register=reg,
-                          identify=identify)
+                          identify=identify, moved_from=moved)
 
     def dry_run(self, path: str | None = None, *, register: bool = True) -> SyncResult:
         return planned_result(self.plan(path, register=register))
@@ -245,23 +297,27 @@ class Project:
         *,
         register: bool = True,
         lock_timeout: float = DEFAULT_TIMEOUT,
+        moved_from: str | None = None,
     ) -> SyncResult:
-        """Lock, plan and execute in one go (``aikito sync project``) ([E3]).
+        """Lock, plan and execute in one go (``aikito sync project``) ([E3]);
+        ``moved_from`` as for :meth:`plan` ([L4]).
 
         SIGINT/SIGTERM handlers are installed for the duration: waiting for the lock and
         planning end at once on a signal, writes stop before the next one ([E5]).
         ``lock_timeout`` must be a finite number of seconds ≥ 0, else
         :class:`ConfigError`."""
         lock_timeout = check_timeout(lock_timeout)
+        moved = moved_root(moved_from, self.workspace)
         with signals.installed(), Locks() as locks:
             plan = self.plan_locked(path, register=register, locks=locks,
-                                    lock_timeout=lock_timeout)
+                                    lock_timeout=lock_timeout, moved_from=moved)
             # The guard re-uses this parse while agent.toml keeps its bytes ([E9], [P6]).
             return execute(plan, locks=locks, environ=self._environ, config=self.config,
                            home=self.home)
 
     def plan_locked(
-        self, path: str | None, *, register: bool, locks: Locks, lock_timeout: float
+        self, path: str | None, *, register: bool, locks: Locks, lock_timeout: float,
+        moved_from: str | None = None,
     ) -> Plan:
         """Take the locks of the checkouts ``path`` selects (into ``locks``, held by the
         caller) and plan under them — what ``sync`` executes, and what ``apply`` compares
@@ -278,7 +334,8 @@ class Project:
             locks.acquire(
                 [s.path for s in slots if s.state is CheckoutState.ACTIVE], lock_timeout
             )
-        return project._plan(slots, Observer(), explicit=explicit, register=reg)
+        return project._plan(slots, Observer(), explicit=explicit, register=reg,
+                             moved_from=moved_root(moved_from, self.workspace))
 
     def _reloaded(self) -> Project:
         """``self`` when ``agent.toml`` still has the bytes it was loaded from, else a

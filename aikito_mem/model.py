@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 from attrs import frozen
 
-from aikito_mem.values import Value
+from aikito_mem.values import PlanKind, Value
 
 
 class Action(enum.Enum):
@@ -262,6 +262,10 @@ class Plan(Value):
     worktrees: bool = False
     #: Each per-agent skills directory planned: path, agents and detection ([N1]).
     skill_dirs: tuple[PlannedTarget, ...] = ()
+    #: A sync, or a clean ([L3]): no CREATE, only owned links and emptied directories.
+    kind: PlanKind = PlanKind.SYNC
+    #: ``--moved-from OLD`` ([L4]): links into that old root are relinked (rule ``L4``).
+    moved_from: str | None = None
 
     @property
     def conflicts(self) -> tuple[Operation, ...]:

@@ -11,13 +11,23 @@ Imports nothing of the package.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
 import attrs
 
-__all__ = ["Value"]
+__all__ = ["PlanKind", "Value"]
+
+
+class PlanKind(enum.Enum):
+    """What a plan is for: a sync ([P1]–[P5]) or a clean ([L3]); the writer's guard
+    judges each write by the rules of its kind ([E9]).  (Here, beside :class:`Value`:
+    the model is at its size.)"""
+
+    SYNC = "sync"
+    CLEAN = "clean"
 
 
 class Value:

@@ -87,6 +87,7 @@ class InstructionTargetView(Value):
     #: Each ancestor directory (relative path → observation), outermost first, up to the
     #: first one that is missing or not a real directory.
     parents: tuple[tuple[str, Observed], ...] = ()
+    relink: Observed = ABSENT  # at the relink name: a killed relink's leftover ([L4])
 
 
 @frozen(repr=False, eq=False)

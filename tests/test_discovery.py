@@ -186,7 +186,10 @@ def test_missing_workspace_from_env_exact_message(tmp_path: Path, home: Path) ->
     assert err.path == missing
     assert err.message == (
         f"workspace {missing!r} (from AIKITO_DIR) does not exist; expected a directory "
-        "containing projects/ — set AIKITO_DIR to an existing workspace or pass --workspace"
+        "containing projects/ — if the workspace moved, point aikito at it with: aikito "
+        f"init NEWPATH (then aikito sync --moved-from {missing} relinks the checkouts); "
+        f"to start a new one here: aikito init {missing}; or set AIKITO_DIR to an existing "
+        "workspace or pass --workspace"
     )
 
 
@@ -196,7 +199,10 @@ def test_missing_workspace_from_option(tmp_path: Path, home: Path) -> None:
         resolve_workspace(missing, environ=env_for(home))
     assert info.value.message == (
         f"workspace {missing!r} (from --workspace) does not exist; expected a directory "
-        "containing projects/ — pass --workspace an existing workspace directory"
+        "containing projects/ — if the workspace moved, point aikito at it with: aikito "
+        f"init NEWPATH (then aikito sync --moved-from {missing} relinks the checkouts); "
+        f"to start a new one here: aikito init {missing}; or pass --workspace an existing "
+        "workspace directory"
     )
 
 

@@ -233,14 +233,46 @@ def test_partial_workspace_gets_only_what_is_missing(home: str, tmp_path: Path) 
 def test_existing_pointer_is_left_alone_and_a_different_one_is_named(
     home: str, tmp_path: Path
 ) -> None:
+    """A pointer naming another workspace that exists is the user's choice ([L4])."""
+    other = tmp_path / "other"
+    (other / "projects").mkdir(parents=True)
     pointer = Path(home, ".config", "aikito", "workspace")
     pointer.parent.mkdir(parents=True)
-    pointer.write_text("/somewhere/else\n")
+    pointer.write_text(f"{other}\n")
     report = init_workspace(f"{tmp_path}/ws", environ=env(home))
-    assert pointer.read_text() == "/somewhere/else\n"
+    assert pointer.read_text() == f"{other}\n"
     assert statuses(report)[str(pointer)] == "existed"
     assert [f.code for f in report.findings] == ["init.pointer"]
-    assert "/somewhere/else" in report.findings[0].message
+    assert str(other) in report.findings[0].message
+
+
+@pytest.mark.parametrize("named", ["/somewhere/else", "{tmp}/moved-away"])
+def test_a_pointer_to_a_workspace_that_no_longer_exists_is_repointed(
+    home: str, tmp_path: Path, named: str
+) -> None:
+    """[L4]: after ``mv`` of the workspace, ``aikito init NEWPATH`` points aikito at it
+    (and says so, naming the ``--moved-from`` that relinks the checkouts); a dry run
+    only says it would."""
+    named = named.format(tmp=tmp_path)
+    if named.startswith(str(tmp_path)):
+        os.makedirs(named)  # a directory, but no workspace (no projects/) any more
+    pointer = Path(home, ".config", "aikito", "workspace")
+    pointer.parent.mkdir(parents=True)
+    pointer.write_text(f"{named}\n")
+    pointer.chmod(0o600)
+    root = tmp_path / "ws"
+    (root / "projects").mkdir(parents=True)
+    dry = init_workspace(str(root), dry_run=True, environ=env(home))
+    assert pointer.read_text() == f"{named}\n"
+    assert statuses(dry)[str(pointer)] == "planned"
+    report = init_workspace(str(root), environ=env(home))
+    assert pointer.read_text() == f"{root}\n"
+    assert pointer.stat().st_mode & 0o777 == 0o600
+    assert statuses(report)[str(pointer)] == "created"
+    (finding,) = [f for f in report.findings if f.code == "init.pointer_repointed"]
+    assert named in finding.message and f"aikito sync --moved-from {named}" in finding.message
+    again = init_workspace(str(root), environ=env(home))
+    assert statuses(again)[str(pointer)] == "existed" and again.findings == ()
 
 
 def test_existing_pointer_to_this_workspace_is_quiet(home: str) -> None:
@@ -617,3 +649,23 @@ def test_the_reference_tool_accepts_the_workspace(home: str) -> None:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"{co}/AGENTS.md" in proc.stdout
+
+
+def test_repointing_re_reads_the_pointer_just_before_the_rename(
+    home: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """[L4]: when, by the time of the write, the pointer names a workspace that exists
+    (another run, the user), it is left as it is: stale, nothing replaced."""
+    from aikito_mem.commands.init import repoint
+    from aikito_mem.errors import StalePlanError
+
+    pointer = Path(home, ".config", "aikito", "workspace")
+    pointer.parent.mkdir(parents=True)
+    pointer.write_text("/gone/ws\n")
+    root = tmp_path / "ws"
+    (root / "projects").mkdir(parents=True)
+    monkeypatch.setattr(repoint, "names_a_workspace", lambda path: True)
+    with pytest.raises(StalePlanError):
+        init_workspace(str(root), environ=env(home))
+    assert pointer.read_text() == "/gone/ws\n"
+    assert sorted(os.listdir(pointer.parent)) == ["workspace"]  # no temporary file left

@@ -36,6 +36,7 @@ COMMANDS = {
     "adopt": ("adopt", "adopt_cmd"),
     "agents": ("agents", "agents_cmd"),
     "apply": ("apply", "apply_cmd"),
+    "clean": ("clean", "clean_cmd"),
     "doctor": ("doctor", "doctor_cmd"),
     "hook": ("hook", "hook_group"),
     "init": ("init", "init_cmd"),

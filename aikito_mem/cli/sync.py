@@ -105,11 +105,14 @@ Examples:
   aikito sync                   sync every project
   aikito sync --check           exit 7 when some project has changes pending
   aikito sync --dry-run --json  plan every project; one aikito.sync-all/1 document
+  aikito sync --moved-from ~/old-aikito
+                                after `mv` of the workspace: relink every link in place
 """
 
 #: The options ``aikito sync`` shares with ``sync project``: before ``project`` they mean
 #: what they mean after it ([U1], the reference tool's help writes them there).
-_ALL_OPTIONS = ("dry_run", "check", "as_json", "lock_timeout", "verbose", "quiet", "color")
+_ALL_OPTIONS = ("dry_run", "check", "as_json", "moved_from", "lock_timeout", "verbose",
+                "quiet", "color")
 
 FORCE_REFUSAL = (
     "--force: this engine never overwrites what it did not make. A file or directory in "
@@ -151,6 +154,8 @@ def inherited(ctx: click.Context, values: dict[str, Any]) -> dict[str, Any]:
 @click.option("--check", is_flag=True,
               help="Dry run; exit 7 when some project has changes pending.")
 @json_option("aikito.sync-all/1")
+@click.option("--moved-from", "moved_from", metavar="OLD", default=None,
+              help="The workspace moved from OLD: relink every link into OLD in place.")
 @lock_timeout_option
 @click.option("-v", "--verbose", is_flag=True,
               help="The full report: every operation, unchanged links included.")
@@ -159,8 +164,9 @@ def inherited(ctx: click.Context, values: dict[str, Any]) -> dict[str, Any]:
 @color_option
 @force_option
 @click.pass_context
-def sync(ctx: click.Context, dry_run: bool, check: bool, as_json: bool, lock_timeout: float,
-         verbose: bool, quiet: bool, color: bool | None) -> None:
+def sync(ctx: click.Context, dry_run: bool, check: bool, as_json: bool,
+         moved_from: str | None, lock_timeout: float, verbose: bool, quiet: bool,
+         color: bool | None) -> None:
     if ctx.invoked_subcommand is not None:
         return  # the subcommand reads the options given here ([U1])
     if verbose and quiet:
@@ -168,7 +174,8 @@ def sync(ctx: click.Context, dry_run: bool, check: bool, as_json: bool, lock_tim
     from aikito_mem.cli.sync_all import run_all
 
     run_all(ctx, display_for(as_json, color, verbose=verbose, quiet=quiet),
-            dry_run=dry_run or check, check=check, lock_timeout=lock_timeout)
+            dry_run=dry_run or check, check=check, lock_timeout=lock_timeout,
+            moved_from=moved_from)
 
 
 PROJECT_HELP = """Link project NAME's memory into its checkouts (or only into PATH).
@@ -208,6 +215,7 @@ Examples:
   aikito sync project demo . --no-register this directory, not registered
   aikito sync project demo --check         exit 7 when changes are pending
   aikito sync project demo --dry-run --out plan.toml && aikito apply plan.toml
+  aikito sync project demo --moved-from ~/old-aikito   relink after `mv` of the workspace
 """
 
 
@@ -225,6 +233,8 @@ Examples:
 @click.option("--skip-without-workspace", is_flag=True,
               help="No workspace on this machine (none configured, or the configured one "
                    "missing): say so in one line and exit 0 (the pre-commit hook).")
+@click.option("--moved-from", "moved_from", metavar="OLD", default=None,
+              help="The workspace moved from OLD: relink every link into OLD in place.")
 @lock_timeout_option
 @click.option("-v", "--verbose", is_flag=True,
               help="The full report: every operation, unchanged links included.")
@@ -243,6 +253,7 @@ def sync_project(
     no_register: bool,
     out: str | None,
     skip_without_workspace: bool,
+    moved_from: str | None,
     lock_timeout: float,
     verbose: bool,
     quiet: bool,
@@ -250,8 +261,9 @@ def sync_project(
 ) -> None:
     given = inherited(ctx, {"dry_run": dry_run, "check": check, "as_json": as_json,
                             "lock_timeout": lock_timeout, "verbose": verbose,
-                            "quiet": quiet, "color": color})
+                            "quiet": quiet, "color": color, "moved_from": moved_from})
     dry_run, check, as_json = given["dry_run"], given["check"], given["as_json"]
+    moved_from = given["moved_from"]
     lock_timeout, verbose, quiet = given["lock_timeout"], given["verbose"], given["quiet"]
     color = given["color"]
     dry = dry_run or check
@@ -267,9 +279,10 @@ def sync_project(
                 handler.finish(skipped)
         if dry:
             handler.finish(_dry_run(view, workspace_of(ctx), name, path, check=check,
-                                    register=not no_register, out=out))
+                                    register=not no_register, out=out,
+                                    moved_from=moved_from))
         handler.finish(_sync(view, workspace_of(ctx), name, path, register=not no_register,
-                             lock_timeout=lock_timeout))
+                             lock_timeout=lock_timeout, moved_from=moved_from))
 
 
 def _no_workspace(view: SyncView, workspace: str | None, *, dry_run: bool
@@ -306,7 +319,8 @@ def _project(view: SyncView, workspace: str | None, name: str | None) -> Project
 
 
 def _dry_run(view: SyncView, workspace: str | None, name: str | None, path: str | None, *,
-             check: bool, register: bool, out: str | None) -> SyncReport:
+             check: bool, register: bool, out: str | None,
+             moved_from: str | None = None) -> SyncReport:
     """Plan and show; the only write is the plan file of ``--out``."""
     from aikito_mem import signals
     from aikito_mem.outcome import dry_run_report
@@ -314,7 +328,8 @@ def _dry_run(view: SyncView, workspace: str | None, name: str | None, path: str 
     with signals.interruptible():  # nothing is written while planning: stop at once
         project = _project(view, workspace, name)
         # A plan only shown needs no source identities; a saved one does ([P5]).
-        plan = project.plan(path, register=register, identify=out is not None)
+        plan = project.plan(path, register=register, identify=out is not None,
+                            moved_from=moved_from)
     if out is not None:
         from aikito_mem.executor.planfile import write_plan
 
@@ -325,11 +340,12 @@ def _dry_run(view: SyncView, workspace: str | None, name: str | None, path: str 
 
 
 def _sync(view: SyncView, workspace: str | None, name: str | None, path: str | None, *,
-          register: bool, lock_timeout: float) -> SyncReport:
+          register: bool, lock_timeout: float, moved_from: str | None = None) -> SyncReport:
     """Lock, plan and execute ([E3]); the engine handles signals while it writes."""
     from aikito_mem import signals
     from aikito_mem.outcome import run_report
 
     with signals.interruptible():
         project = _project(view, workspace, name)
-    return run_report(project.sync(path, register=register, lock_timeout=lock_timeout))
+    return run_report(project.sync(path, register=register, lock_timeout=lock_timeout,
+                                   moved_from=moved_from))

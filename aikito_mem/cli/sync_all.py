@@ -44,11 +44,11 @@ class SyncAllView:
 
 
 def run_all(ctx: click.Context, display: Display, *, dry_run: bool, check: bool,
-            lock_timeout: float) -> NoReturn:
+            lock_timeout: float, moved_from: str | None = None) -> NoReturn:
     """Sync (or plan) every project and exit with the combined code."""
     with error_handler(SyncAllView(display, dry_run=dry_run, check=check)) as handler:
         from aikito_mem.commands.sync_all import sync_all
 
         handler.finish(sync_all(workspace_of(ctx), dry_run=dry_run, check=check,
-                                lock_timeout=lock_timeout))
+                                lock_timeout=lock_timeout, moved_from=moved_from))
     raise AssertionError("unreachable")  # pragma: no cover - finish() exits

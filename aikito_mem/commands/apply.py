@@ -40,6 +40,7 @@ import attrs
 from aikito_mem import layout
 from aikito_mem.errors import ConfigError, PlanFileError, StalePlanError
 from aikito_mem.model import Action, CheckoutState, Operation, Plan, SyncResult
+from aikito_mem.values import PlanKind
 
 if TYPE_CHECKING:  # pragma: no cover
     from aikito_mem.api import Project
@@ -142,11 +143,18 @@ def _fresh_and_equal(saved: Plan, workspace: str | None, environ: Mapping[str, s
     from aikito_mem.api import Project
     from aikito_mem.executor.execute import refused
 
+    if saved.kind is not PlanKind.SYNC:
+        label = f"plan file {planfile!r}" if planfile else "the plan"
+        raise PlanFileError(
+            f"{label} says it is a {saved.kind.value} plan; expected a sync plan (only "
+            "`aikito sync project --dry-run --out` saves plans) — plan again: "
+            f"{_remedy(saved, planfile)}", path=planfile, code="plan.kind")
     ws = _workspace(saved, workspace, environ, planfile)
     project = Project.load(saved.project, ws, environ=environ)
     try:
         fresh = project.plan_locked(saved.explicit_path, register=saved.register is not None,
-                                    locks=locks, lock_timeout=lock_timeout)
+                                    locks=locks, lock_timeout=lock_timeout,
+                                    moved_from=saved.moved_from)
     except ConfigError as exc:
         if exc.code != "config.checkout_path":
             raise

@@ -73,7 +73,7 @@ def _environment_error(error: OSError) -> ExecutionError:
 
 
 def _one(name: str, ws: object, *, dry_run: bool, check: bool,
-         lock_timeout: float) -> SyncReport:
+         lock_timeout: float, moved_from: str | None = None) -> SyncReport:
     from aikito_mem import signals
     from aikito_mem.api import Project
     from aikito_mem.outcome import dry_run_report, error_report, run_report
@@ -82,8 +82,10 @@ def _one(name: str, ws: object, *, dry_run: bool, check: bool,
         with signals.interruptible():  # nothing is written while loading and planning
             project = Project.load(name, ws)  # type: ignore[arg-type]
             if dry_run:
-                return dry_run_report(project.plan(identify=False), check=check)
-        return run_report(project.sync(None, register=False, lock_timeout=lock_timeout))
+                return dry_run_report(project.plan(identify=False, moved_from=moved_from),
+                                      check=check)
+        return run_report(project.sync(None, register=False, lock_timeout=lock_timeout,
+                                       moved_from=moved_from))
     except InterruptedError_:
         raise
     except AikitoError as exc:
@@ -95,7 +97,7 @@ def _one(name: str, ws: object, *, dry_run: bool, check: bool,
 
 
 def sync_all(workspace: str | None, *, dry_run: bool = False, check: bool = False,
-             lock_timeout: float = 30.0) -> SyncAllReport:
+             lock_timeout: float = 30.0, moved_from: str | None = None) -> SyncAllReport:
     """Sync (or plan, with ``dry_run``) every project of ``workspace`` (``None``:
     discovery), in name order.  A signal ends the run with the projects done so far and
     the interruption as the report's error."""
@@ -115,7 +117,7 @@ def sync_all(workspace: str | None, *, dry_run: bool = False, check: bool = Fals
     for name in names:
         try:
             done.append(_one(name, ws, dry_run=dry_run, check=check,
-                             lock_timeout=lock_timeout))
+                             lock_timeout=lock_timeout, moved_from=moved_from))
         except InterruptedError_ as exc:
             done.append(error_report(exc, project=name, workspace=ws.root, dry_run=dry_run))
             return SyncAllReport(ws.root, ws.found_via, dry_run, check, tuple(done),

@@ -274,7 +274,12 @@ def resolve_workspace(
             found = "does not exist"
         else:
             found = f"cannot be accessed ({exc.strerror or type(exc).__name__})"
-        if found_via == "default":
+        if isinstance(exc, FileNotFoundError | NotADirectoryError):
+            # [L4]: a workspace that moved is pointed at again with init, then relinked.
+            remedy = (f"if the workspace moved, point aikito at it with: aikito init NEWPATH "
+                      f"(then aikito sync --moved-from {path} relinks the checkouts); to "
+                      f"start a new one here: aikito init {path}; or {remedy}")
+        elif found_via == "default":
             remedy = f"create {os.path.join(path, layout.PROJECTS_ROOT)}/, or {remedy}"
         raise ConfigError(
             f"workspace {path!r} ({origin}) {found}; expected a directory containing "

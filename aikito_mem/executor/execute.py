@@ -33,6 +33,7 @@ from aikito_mem.executor.lock import (
     lock_fd,
     open_root,
 )
+from aikito_mem.executor.relink import rename_over
 from aikito_mem.executor.verify import operations_by_checkout, verify
 from aikito_mem.fsutil import DIR_NOFOLLOW
 from aikito_mem.model import (
@@ -50,6 +51,7 @@ from aikito_mem.model import (
     SyncResult,
 )
 from aikito_mem.outcome import segment_results
+from aikito_mem.planner.moved import R_MOVED
 from aikito_mem.world import observe
 
 __all__ = ["Locks", "execute", "lock_fd", "open_root", "planned_result", "refused", "verify",
@@ -212,6 +214,16 @@ class _Writer:
             os.symlink(op.source, name, dir_fd=pfd)
         except FileExistsError:
             raise _Drift(f"target {op.target} appeared") from None
+
+
+    def relink(self, op: Operation) -> None:
+        """[L4]: the one rename over an existing link (:func:`relink.rename_over`)."""
+        pfd, name, _ = self.split(op)
+        if before_write is not None:
+            before_write(op)
+        drift = rename_over(pfd, name, op)
+        if drift is not None:
+            raise _Drift(drift)
 
 
 def write_order(plan: Plan, ops: Iterable[tuple[int, Operation]]) -> list[int]:
@@ -413,7 +425,9 @@ def _apply(plan: Plan, locks: Locks) -> SyncResult:
                                    "rest was not applied — run the sync again to converge")
                 op = plan.operations[i]
                 try:
-                    if op.action is Action.CREATE:
+                    if op.action is Action.CREATE and op.rule == R_MOVED:
+                        writer.relink(op)
+                    elif op.action is Action.CREATE:
                         writer.symlink(op)
                     elif op.entry == "directory":
                         writer.rmdir(op)

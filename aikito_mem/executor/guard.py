@@ -27,7 +27,8 @@ from aikito_mem.model import (
     SegmentName,
 )
 from aikito_mem.planner.memory import history, owns
-from aikito_mem.values import Value
+from aikito_mem.planner.moved import R_MOVED, moved_literal, relink_target
+from aikito_mem.values import PlanKind, Value
 
 _CREATE, _UNLINK = Action.CREATE, Action.UNLINK
 
@@ -41,6 +42,9 @@ class _Context:
         self.workspace = plan.workspace
         self.project = plan.project
         self.config = config
+        #: The workspace's old root a relink replaces links into ([L4]).
+        self.moved_from = plan.moved_from
+        self._old_holds: bool | None = None
         self._notes: tuple[str | None, tuple[str, str]] | None = None
         self._wanted: frozenset[str] | None = None
         self._targets: frozenset[str] | None = None
@@ -72,6 +76,16 @@ class _Context:
             else:
                 self._skill_dirs = tuple(d.path for d in registry.skill_dirs)
         return self._skill_dirs
+
+    def old_root_holds_a_workspace(self) -> bool:
+        """Whether ``--moved-from OLD`` still holds a workspace (``OLD/projects``): then
+        its links are its own and nothing of it is relinked ([L4])."""
+        if self._old_holds is None:
+            from aikito_mem.world.observe import lstat
+
+            self._old_holds = self.moved_from is not None and lstat(
+                layout.projects_root(self.moved_from)).exists
+        return self._old_holds
 
     def instruction_targets(self) -> frozenset[str]:
         """Instruction target paths the live agent registry names ([G3])."""
@@ -315,6 +329,15 @@ def _refuse(op: Operation, ctx: _Context, active: set[str],
                     f"registry) wants nothing at {rel!r}; expected no CREATE there")
         if op.source != expected:
             return f" links to {op.source!r}; expected the canonical source {expected}"
+        if op.rule == R_MOVED:
+            # [L4]: the one rename over an existing entry — only the link into the
+            # workspace's old root that --moved-from names for this very source.
+            old = moved_literal(ctx.moved_from, ctx.workspace, expected)
+            if (op.observed.kind is not Kind.LINK or old is None
+                    or op.observed.literal != old or ctx.old_root_holds_a_workspace()):
+                return (f" replaces {op.observed.describe()}; a relink replaces only the "
+                        f"link {old or 'OLD + the canonical remainder'!r} (--moved-from, "
+                        "[L4])")
         return None
     if op.entry == "directory":
         if not rule.prunes or (op.checkout, segment, op.target) not in emptied:
@@ -325,11 +348,32 @@ def _refuse(op: Operation, ctx: _Context, active: set[str],
         return f" removes a {op.entry!r}; expected a link or a pruned directory"
     if op.observed.kind is not Kind.LINK or op.observed.literal is None:
         return f" removes {op.observed.describe()}; aikito only unlinks its own links"
-    allowed = rule.history(ctx, rel)
+    # A relink's temporary name ([L4]) is owned as the entry it stands for.
+    allowed = rule.history(ctx, relink_target(rel) or rel)
     if owns(op.observed.literal, op.target.rpartition("/")[0], allowed) is None:
         return (f" removes a symlink to {op.observed.literal!r}, which aikito does not "
                 f"own; expected a link to {' or '.join(allowed)} ([O2])")
     return None
+
+
+def _clean_checkouts(plan: Plan, environ: Mapping[str, str] | None
+                     ) -> tuple[set[str], str] | str:
+    """Where a clean plan may write ([L3]): the active checkouts the live ``agent.toml``
+    lists (or the one named), or for ``clean PATH`` that one checkout — and how they
+    were found; a message when they cannot be known."""
+    try:
+        if plan.project:
+            config, home = _live_config(plan, environ, None, None)
+            return _allowed_checkouts(plan, config, home)
+        if plan.explicit_path is None:
+            return set(), "a checkout named explicitly (the plan names none)"
+        from aikito_mem.world.clean import path_slot
+        from aikito_mem.world.observe import Observer
+
+        slot = path_slot(plan.explicit_path, plan.workspace, Observer())
+        return {slot.path}, f"the checkout named explicitly ({plan.explicit_path})"
+    except ConfigError as exc:
+        return f"the checkouts of the clean cannot be checked: {exc.message}"
 
 
 def check(plan: Plan, *, environ: Mapping[str, str] | None = None,
@@ -344,15 +388,23 @@ def check(plan: Plan, *, environ: Mapping[str, str] | None = None,
     environment's."""
     if not plan.has_changes:
         return
-    refusals = tuple(dict.fromkeys(_refusals(plan, environ, config, home)))
-    if refusals:
-        from shlex import quote
+    from shlex import quote
 
+    again = f"aikito sync project {quote(plan.project)} --dry-run"
+    if plan.kind is PlanKind.CLEAN:
+        from aikito_mem.executor import guard_clean
+
+        checkouts = _clean_checkouts(plan, environ)
+        refusals = tuple(dict.fromkeys(guard_clean.refusals(plan, checkouts)))
+        again = guard_clean.again(plan)
+    else:
+        refusals = tuple(dict.fromkeys(_refusals(plan, environ, config, home)))
+    if refusals:
         n = len(refusals)
         raise UnsafePlanError(
             f"refused: the plan asks for {n} write{'s' * (n != 1)} the engine would never "
             "derive (it was edited or built by hand); nothing was written — plan again "
-            f"with `aikito sync project {quote(plan.project)} --dry-run`:\n  - "
+            f"with `{again}`:\n  - "
             + "\n  - ".join(refusals),
             refusals=refusals, plan=plan,
         )

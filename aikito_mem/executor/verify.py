@@ -26,6 +26,7 @@ from aikito_mem.model import (
     Plan,
 )
 from aikito_mem.planner.skills import R_TRACKED
+from aikito_mem.values import PlanKind
 from aikito_mem.world import observe
 
 #: A path that vanished, or whose directory is now a non-directory or a symlink.
@@ -80,6 +81,8 @@ def verify(plan: Plan, locks: Locks, *, environ: Mapping[str, str] | None = None
 
     ``environ`` is the environment the plan was made with ([H5]: the agent detection it
     recorded is re-checked with the same ``PATH``; ``None``: the process's)."""
+    if plan.kind is PlanKind.CLEAN:
+        return _verify_clean(plan, locks)
     diffs = _config_differences(plan)
     # Skills and instructions ([G7]): the instructions source and the agent registry.
     diffs.extend(segment_differences(plan, os.environ if environ is None else environ,
@@ -158,6 +161,45 @@ def _source_differences(plan: Plan) -> list[str]:
             diffs.append(f"source {name} appeared ({_what(live)})")
         else:
             diffs.append(f"source {name} is now {_what(live)} (was {_what(rec)})")
+    return diffs
+
+
+def _verify_clean(plan: Plan, locks: Locks) -> list[str]:
+    """[E2] for a clean plan ([L3]): the project's checkout paths (when it names a
+    project), the instruction targets of the agent registry, and per checkout every
+    directory and every target it was planned against."""
+    from aikito_mem.config.registry import load_registry
+    from aikito_mem.errors import ConfigError
+
+    diffs: list[str] = []
+    if plan.project:
+        from aikito_mem.config.projects import load_project_config
+
+        try:
+            config = load_project_config(plan.workspace, plan.project)
+        except ConfigError as exc:
+            diffs.append(f"agent.toml can no longer be loaded: {exc.message}")
+        else:
+            if config.sha256 != plan.config_digest:
+                diffs.append(f"agent.toml changed since planning ({plan.config_path})")
+    try:
+        live = tuple(t.path for t in load_registry(plan.workspace).targets)
+    except ConfigError as exc:
+        diffs.append(f"the agent registry can no longer be loaded: {exc.message}")
+    else:
+        planned = tuple(t.rel for t in plan.instruction_targets)
+        if live != planned:
+            diffs.append("instruction targets of the agent registry changed "
+                         f"(now {list(live) or 'none'}, were {list(planned) or 'none'})")
+    by_checkout = operations_by_checkout(plan)
+    for co in plan.checkouts:
+        if co.state is not CheckoutState.ACTIVE:
+            continue
+        fd = locks.fds.get(co.path)
+        if fd is None:
+            diffs.append(f"checkout {co.path} can no longer be opened")
+            continue
+        diffs.extend(_verify_checkout(co, fd, by_checkout.get(co.path, ())))
     return diffs
 
 

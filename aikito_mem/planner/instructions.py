@@ -24,6 +24,8 @@ The legacy owned link ``.agents/AGENTS.md`` is unlinked.  No I/O happens here.
 
 from __future__ import annotations
 
+import attrs
+
 from aikito_mem.layout import AGENTS_DIR, LEGACY_INSTRUCTIONS
 from aikito_mem.model import (
     ABSENT,
@@ -38,6 +40,7 @@ from aikito_mem.model import (
     SegmentName,
 )
 from aikito_mem.planner.memory import owns
+from aikito_mem.planner.moved import R_MOVED, moved_literal, relink_name
 from aikito_mem.planner.skills import R_TRACKED, TRACKED_REASON, tracked_finding
 from aikito_mem.views import InstructionsView, InstructionTargetView
 
@@ -87,7 +90,10 @@ def _on_the_way(target: InstructionTargetView) -> tuple[tuple[str, Observed] | N
 
 
 def _plan_target(checkout: str, source: InstructionSource,
-                 target: InstructionTargetView, tracked: frozenset[str]) -> Operation | None:
+                 target: InstructionTargetView, tracked: frozenset[str],
+                 moved: tuple[str, str] | None = None) -> Operation | None:
+    """The operation at one target; ``moved`` is ``(OLD, the literal a link to the
+    source had under it)`` of ``--moved-from OLD`` ([L4])."""
     rel, obs, src = target.rel, target.observed, source.path
     link_dir = _link_dir(checkout, rel)
     owned = obs.kind is Kind.LINK and owns(obs.literal, link_dir, (src,)) is not None
@@ -125,6 +131,10 @@ def _plan_target(checkout: str, source: InstructionSource,
         return _op(Action.CREATE, checkout, rel, "target missing", src, observed=obs)
     if owned:
         return _op(Action.NOOP, checkout, rel, "already linked", src, observed=obs)
+    if moved is not None and obs.kind is Kind.LINK and obs.literal == moved[1]:
+        # [L4]: the project's instructions under the workspace's old root.
+        return attrs.evolve(_op(Action.CREATE, checkout, rel, f"relinked from {moved[0]}",
+                                src, observed=obs), rule=R_MOVED)
     what = f"{checkout}/{rel}"
     if what in tracked and obs.kind in (Kind.FILE, Kind.DIR):
         # [L1]: a committed AGENTS.md / CLAUDE.md is the repository's own.
@@ -144,13 +154,16 @@ def _plan_target(checkout: str, source: InstructionSource,
 def plan_checkout(
     checkout: str, source: InstructionSource, view: InstructionsView,
     tracked: frozenset[str] = frozenset(),
+    workspace: str | None = None, moved_from: str | None = None,
 ) -> tuple[list[Operation], list[Finding], list[tuple[str, Observed]]]:
     """(operations, findings, directories relied on) of one active checkout ([G4]);
     ``tracked``: the targets (absolute paths) whose file or directory git tracks
-    ([L1])."""
+    ([L1]); ``moved_from`` is ``--moved-from OLD`` ([L4])."""
     ops: list[Operation] = []
     findings: list[Finding] = []
     dirs: dict[str, Observed] = {}
+    old = moved_literal(moved_from, workspace or "", source.path)
+    moved = (moved_from, old) if moved_from is not None and old is not None else None
     legacy = view.legacy
     if legacy.kind is Kind.LINK and owns(legacy.literal, f"{checkout}/{AGENTS_DIR}",
                                          (source.path,)) is not None:
@@ -158,7 +171,16 @@ def plan_checkout(
                        f"aikito's legacy instruction link ({LEGACY_INSTRUCTIONS}) is retired",
                        source.path, observed=legacy))
     for target in view.targets:
-        op = _plan_target(checkout, source, target, tracked)
+        leftover = target.relink
+        if leftover.kind is Kind.LINK and owns(leftover.literal, _link_dir(checkout, target.rel),
+                                               (source.path,)) is not None:
+            # A relink's temporary name ([L4]): aikito's own, never left behind.
+            parent, _, name = target.rel.rpartition("/")
+            temp = f"{parent}/{relink_name(name)}" if parent else relink_name(name)
+            ops.append(_op(Action.UNLINK, checkout, temp,
+                           "the leftover of an interrupted relink", source.path,
+                           observed=leftover))
+        op = _plan_target(checkout, source, target, tracked, moved)
         if op is None:
             continue
         ops.append(op)

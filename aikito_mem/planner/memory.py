@@ -37,7 +37,8 @@ from aikito_mem.model import (
     ResourceSet,
     SourceCheck,
 )
-from aikito_mem.planner.remedies import adopt_remedy, quote, unmount_remedy
+from aikito_mem.planner.moved import R_MOVED, moved_literal, relink_target
+from aikito_mem.planner.remedies import adopt_remedy, foreign_finding, quote, unmount_remedy
 from aikito_mem.views import CheckoutView
 
 __all__ = ["build_plan", "history", "literal_resolves_to", "owns"]
@@ -96,9 +97,11 @@ class _CheckoutPlanner:
     """Plans one active checkout whose ``.agents`` and ``.agents/memory`` are usable."""
 
     def __init__(
-        self, view: CheckoutView, resources: ResourceSet, workspace: str, config_path: str
+        self, view: CheckoutView, resources: ResourceSet, workspace: str, config_path: str,
+        moved_from: str | None = None,
     ) -> None:
         self.view = view
+        self.moved_from = moved_from
         self.workspace = workspace
         self.config_path = config_path
         self.notes_history = resources.notes_history
@@ -141,12 +144,15 @@ class _CheckoutPlanner:
             if obs.kind is Kind.LINK and entry_problem(rel) is None:
                 # [H3]: any name an owned link can have on disk is unlinked — the rule
                 # the writer's guard applies to the same target.
-                cand = self.former(obs.literal, rel)
+                # A relink's temporary name ([L4]) is owned as the entry it stands for.
+                base = relink_target(rel)
+                cand = self.former(obs.literal, base or rel)
                 if cand is not None:
                     self.removed.add(rel)
                     self.op(Action.UNLINK, R_STALE, rel,
-                            "no longer wanted: aikito's link for a reference that was removed",
-                            source=cand, observed=obs)
+                            "no longer wanted: aikito's link for a reference that was removed"
+                            if base is None else
+                            "the leftover of an interrupted relink", source=cand, observed=obs)
                     continue
             if rel == INDEX_NAME and obs.kind is Kind.FILE and self.view.index_anchor:
                 # The descriptor's anchor (see CheckoutView.index_anchor): not a stray file.
@@ -157,7 +163,7 @@ class _CheckoutPlanner:
                     self.target(rel),
                 ))
                 continue
-            self.findings.append(_foreign(self.target(rel), obs))
+            self.findings.append(foreign_finding(self.target(rel), obs))
         self.plan_prunes()
 
     def plan_prunes(self) -> None:
@@ -234,23 +240,6 @@ class _CheckoutPlanner:
         return tuple(out)
 
 
-def _foreign(target: str, obs: Observed) -> Finding:
-    """[P2]: an entry aikito did not create, preserved (a mount point is never entered)."""
-    return Finding(
-        "memory.foreign_entry", "warning",
-        f"preserved {target}: a mount point (another filesystem is mounted there); aikito "
-        "never looks into, writes into or removes a mount — unmount it yourself if it is "
-        "not needed" if obs.kind is Kind.MOUNT else
-        f"preserved {target}: {obs.describe()} that aikito did not create; it is left "
-        "untouched — to share it with every checkout: aikito adopt "
-        f"{quote(target)} (moves it into the workspace and links it back); else remove it "
-        "yourself if it is not needed" if obs.kind is Kind.FILE else
-        f"preserved {target}: {obs.describe()} that aikito did not create; it is left "
-        "untouched (remove it yourself if it is not needed)",
-        target,
-    )
-
-
 def _kw(res: Resource, obs: Observed) -> dict[str, object]:
     return {"resource": res.name, "source": res.source, "observed": obs}
 
@@ -315,6 +304,11 @@ def _replace_legacy_notes(p: _CheckoutPlanner, res: Resource, obs: Observed) -> 
          **_kw(res, obs))
 
 
+def _relink(p: _CheckoutPlanner, res: Resource, obs: Observed) -> None:
+    """[L4]: the same resource under the workspace's old root, relinked in place."""
+    p.op(Action.CREATE, R_MOVED, res.rel, f"relinked from {p.moved_from}", **_kw(res, obs))
+
+
 def _link_conflict(p: _CheckoutPlanner, res: Resource, obs: Observed) -> None:
     """A link aikito does not own here (or its own, to a former source): a CONFLICT."""
     former = p.former(obs.literal, res.rel)
@@ -354,6 +348,9 @@ TARGET_RULES: tuple[tuple[str, _Test, _Plan], ...] = (
     ("aikito's link to the legacy notes, notes now current",
      lambda p, r, o: o.kind is Kind.LINK and p.replaces_legacy_notes(r, o),
      _replace_legacy_notes),
+    ("aikito's link under the workspace's old root ([L4])",
+     lambda p, r, o: o.kind is Kind.LINK
+     and o.literal == moved_literal(p.moved_from, p.workspace, r.source), _relink),
     ("any other link", lambda p, r, o: o.kind is Kind.LINK, _link_conflict),
     ("anything else", lambda p, r, o: True, _entry_conflict),
 )
@@ -371,7 +368,8 @@ def _checkout_conflict(view: CheckoutView, rel: str, found: Observed, what: str)
 
 
 def _plan_checkout(
-    view: CheckoutView, resources: ResourceSet, workspace: str, config_path: str
+    view: CheckoutView, resources: ResourceSet, workspace: str, config_path: str,
+    moved_from: str | None = None,
 ) -> tuple[CheckoutPlan, list[Operation], list[Finding]]:
     """One checkout's state, operations and findings: a SKIP per resource when offline,
     one CONFLICT when the checkout or its ``.agents`` / ``.agents/memory`` cannot hold
@@ -399,7 +397,7 @@ def _plan_checkout(
         ops.append(_checkout_conflict(view, MEMORY_DIR, view.memory, "a real directory"))
         dirs = (("", view.root), (AGENTS_DIR, view.agents), (MEMORY_DIR, view.memory))
     else:
-        cp = _CheckoutPlanner(view, resources, workspace, config_path)
+        cp = _CheckoutPlanner(view, resources, workspace, config_path, moved_from)
         cp.plan_stale()
         for res in resources.resources:
             if not res.shadowed:
@@ -451,14 +449,16 @@ def build_plan(
     explicit_path: str | None = None,
     register: str | None = None,
     home: str | None = None,
+    moved_from: str | None = None,
 ) -> Plan:
-    """Plan every checkout against every resource ([P1]–[P5]).  Pure."""
+    """Plan every checkout against every resource ([P1]–[P5]); ``moved_from`` is the
+    workspace's old root of ``--moved-from`` ([L4]).  Pure."""
     ops: list[tuple[tuple[int, str, int], Operation]] = []
     findings: list[Finding] = [*config.findings, *resources.findings]
     planned: list[CheckoutPlan] = []
     for index, view in enumerate(checkouts):
         checkout, co_ops, co_findings = _plan_checkout(view, resources, workspace,
-                                                       config.config_path)
+                                                       config.config_path, moved_from)
         planned.append(checkout)
         for op in co_ops:
             ops.append(((index, op.target, 0 if op.action is _UNLINK else 1), op))
@@ -484,4 +484,5 @@ def build_plan(
         config_digest=config.sha256,
         home=home,
         worktrees=config.worktrees,
+        moved_from=moved_from,
     )

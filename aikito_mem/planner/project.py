@@ -94,12 +94,15 @@ def plan_project(
     register: str | None = None,
     home: str | None = None,
     agent: str | None = None,
+    moved_from: str | None = None,
 ) -> Plan:
     """The plan of every segment from one observation pass ([G6]); ``agent`` is recorded
-    when the instruction targets were limited to that agent's ([A3])."""
+    when the instruction targets were limited to that agent's ([A3]); ``moved_from`` is
+    the workspace's old root of ``--moved-from`` ([L4])."""
     plan = build_plan(config=config, workspace=workspace, workspace_source=workspace_source,
                       resources=observed.resources, checkouts=observed.checkouts,
-                      explicit_path=explicit_path, register=register, home=home)
+                      explicit_path=explicit_path, register=register, home=home,
+                      moved_from=moved_from)
     return add_segments(
         plan, skills=observed.skills, skill_views=dict(observed.skill_views),
         agents=dict(observed.agents), source=observed.instructions,
@@ -186,9 +189,9 @@ def add_segments(
             mine = tracked.get(co.path, frozenset())  # what git tracks there ([L1])
             s_ops, s_findings, s_dirs = planner_skills.plan_checkout(
                 co.path, agents[co.path], skill_views[co.path], skills, plan.workspace,
-                plan.config_path, mine)
+                plan.config_path, mine, plan.moved_from)
             i_ops, i_findings, i_dirs = planner_instructions.plan_checkout(
-                co.path, source, instruction_views[co.path], mine)
+                co.path, source, instruction_views[co.path], mine, plan.workspace, plan.moved_from)
             a_ops, a_findings, a_dirs = _agent_dirs(
                 co.path, (agent_views or {}).get(co.path, ()), skills, plan, mine)
             ops += [*s_ops, *i_ops, *a_ops]

@@ -3,7 +3,7 @@ and the remedies for a mount point or a file where a link is wanted.  Pure."""
 
 from __future__ import annotations
 
-from aikito_mem.model import Kind, Observed, Resource
+from aikito_mem.model import Finding, Kind, Observed, Resource
 
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./-_")
 
@@ -32,3 +32,20 @@ def adopt_remedy(target: str, res: Resource, obs: Observed, config_path: str) ->
                 f"it out of the way, or remove {res.name!r} from memory in {config_path}")
     return (f"move {target} out of the way (aikito never overwrites it), or remove "
             f"{res.name!r} from memory in {config_path}")
+
+
+def foreign_finding(target: str, obs: Observed) -> Finding:
+    """[P2]: an entry aikito did not create, preserved (a mount point is never entered)."""
+    return Finding(
+        "memory.foreign_entry", "warning",
+        f"preserved {target}: a mount point (another filesystem is mounted there); aikito "
+        "never looks into, writes into or removes a mount — unmount it yourself if it is "
+        "not needed" if obs.kind is Kind.MOUNT else
+        f"preserved {target}: {obs.describe()} that aikito did not create; it is left "
+        "untouched — to share it with every checkout: aikito adopt "
+        f"{quote(target)} (moves it into the workspace and links it back); else remove it "
+        "yourself if it is not needed" if obs.kind is Kind.FILE else
+        f"preserved {target}: {obs.describe()} that aikito did not create; it is left "
+        "untouched (remove it yourself if it is not needed)",
+        target,
+    )

@@ -22,6 +22,7 @@ from aikito_mem.model import (
     SegmentName,
 )
 from aikito_mem.planner.memory import owns
+from aikito_mem.planner.moved import R_MOVED, moved_literal, relink_base
 from aikito_mem.views import SkillsView
 
 R_SKILL = "G2"
@@ -65,12 +66,15 @@ def _stale(checkout: str, base: str, name: str, obs: Observed, workspace: str,
     """An entry of a skills directory no skill selects: aikito's link unlinked, anything
     else preserved with a warning (``whose``: the agent's own directory, [N1])."""
     target = f"{base}/{name}"
-    source = skill_source(workspace, name)
+    # A relink's temporary name ([L4]) is owned as the skill it stands for.
+    stands_for = relink_base(name)
+    source = skill_source(workspace, stands_for or name)
     if obs.kind is Kind.LINK and entry_problem(name, single=True) is None and owns(
             obs.literal, base, (source,)) is not None:
         # [H3]: whatever bytes its name holds — the writer's guard applies this rule.
         ops.append(_op(Action.UNLINK, checkout, target,
-                       "no longer wanted: aikito's link for a skill that was removed",
+                       "no longer wanted: aikito's link for a skill that was removed"
+                       if stands_for is None else "the leftover of an interrupted relink",
                        resource=name, source=source, observed=obs, rule=rule))
         return
     made = f" ({whose})" if whose else ""
@@ -82,8 +86,8 @@ def _stale(checkout: str, base: str, name: str, obs: Observed, workspace: str,
 
 
 def _target(checkout: str, base: str, res: Resource, obs: Observed, workspace: str,
-            config_path: str, *, rule: str = R_SKILL,
-            created: str = "target missing") -> Operation:
+            config_path: str, *, rule: str = R_SKILL, created: str = "target missing",
+            moved_from: str | None = None) -> Operation:
     """[G2]'s table at ``<base>/<name>`` of a selected skill."""
     target = f"{base}/{res.name}"
 
@@ -101,6 +105,11 @@ def _target(checkout: str, base: str, res: Resource, obs: Observed, workspace: s
         return op(Action.CREATE, created)
     if obs.kind is Kind.LINK and owns(obs.literal, base, (res.source,)) is not None:
         return op(Action.NOOP, "already linked")
+    if obs.kind is Kind.LINK and obs.literal == moved_literal(moved_from, workspace,
+                                                              res.source):
+        # [L4]: the same skill under the workspace's old root.
+        return _op(Action.CREATE, checkout, target, f"relinked from {moved_from}",
+                   resource=res.name, source=res.source, observed=obs, rule=R_MOVED)
     return op(Action.CONFLICT, f"found {obs.describe()}; expected a symlink to {res.source!r}",
               f"remove the link {target} if you no longer need it (aikito never "
               "replaces links it does not own)" if obs.kind is Kind.LINK else
@@ -121,6 +130,7 @@ def plan_checkout(
     workspace: str,
     config_path: str,
     tracked: frozenset[str] = frozenset(),
+    moved_from: str | None = None,
 ) -> tuple[list[Operation], list[Finding], list[tuple[str, Observed]]]:
     """(operations, findings, directories relied on) of one active checkout ([G2]).
 
@@ -149,7 +159,7 @@ def plan_checkout(
                        "writes through or replaces it", observed=view.root))
         return ops, findings, dirs
     table(ops, findings, checkout, base, view.entries, skills, workspace, config_path,
-          tracked=tracked)
+          tracked=tracked, moved_from=moved_from)
     ops.sort(key=lambda op: op.target)
     findings.sort(key=lambda f: f.path or "")
     return ops, findings, dirs
@@ -160,6 +170,7 @@ def table(
     listing: tuple[tuple[str, Observed], ...], skills: tuple[Resource, ...], workspace: str,
     config_path: str, *, rule: str = R_SKILL, created: str = "target missing",
     whose: str | None = None, tracked: frozenset[str] = frozenset(),
+    moved_from: str | None = None,
 ) -> None:
     """[G2]'s table in the skills directory ``base`` (a real directory, or one that will
     be created): each selected skill linked (CREATE / NOOP / CONFLICT), each owned link of
@@ -181,4 +192,4 @@ def table(
             findings.append(tracked_finding(target, obs, f"skill {res.name}"))
             continue
         ops.append(_target(checkout, base, res, obs, workspace, config_path, rule=rule,
-                           created=created))
+                           created=created, moved_from=moved_from))

@@ -90,9 +90,14 @@ def text_lines(report: InitReport, *, home: str | None = None) -> list[str]:
         shown = _shown(e.path, report, home)
         if e.kind is EntryKind.DIRECTORY:
             shown += "/"
-        lines.append(f"  {_WORDS[e.status]:<12} {shown}")
+        word = _WORDS[e.status]
+        if e.role == "pointer_repointed":  # [L4]
+            word = "re-pointed" if e.status is InitStatus.CREATED else "would re-point"
+        lines.append(f"  {word:<12} {shown}")
     if report.registered_as is not None:
         lines.append(f"  checkout     {report.registered_as}")
+    lines += [f"note: {f.message}" for f in report.findings
+              if f.code == "init.pointer_repointed"]
     lines += [f"warning: {f.message}" for f in report.findings if f.severity == "warning"]
     if report.agents == ():
         lines += ["note: no coding agent detected here, so no agents/ registry: AGENTS.md is the",

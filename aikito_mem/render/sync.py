@@ -21,6 +21,7 @@ from aikito_mem.model import (
     SyncResult,
 )
 from aikito_mem.outcome import SyncReport, run_findings, segment_results
+from aikito_mem.planner.moved import R_MOVED
 from aikito_mem.render.paths import Paths
 from aikito_mem.render.text import (
     Display,
@@ -112,6 +113,7 @@ def json_document(
         "segments": segments,
         "registered": plan.register if (plan is not None and result is not None
                                          and result.registered) else None,
+        **({"moved_from": plan.moved_from} if plan is not None and plan.moved_from else {}),
         "error": error,
     }
 
@@ -223,7 +225,8 @@ def _op_line(op: Operation, status: Status | None, offline: bool,
     target = shown_name(paths.target(op))
     source = shown_name(paths.source(op.source)) if op.source is not None else None
     if a is Action.CREATE:
-        return display.line(f"  + {target} -> {source}{mark}", "green")
+        moved = f" ({op.reason})" if op.rule == R_MOVED else ""  # relinked from OLD [L4]
+        return display.line(f"  + {target} -> {source}{moved}{mark}", "green")
     if a is Action.UNLINK:
         tail = "/" if op.entry == "directory" else ""
         return display.line(f"  - {target}{tail}{mark}", "yellow")

@@ -78,10 +78,10 @@ def classify(candidate: Candidate, observer: Observer) -> Slot:
         return Slot(candidate.label, candidate.path, CheckoutState.INVALID,
                     f"checkout {candidate.path} is {obs.describe()}; expected a directory",
                     obs)
-    return _physical(candidate.label, candidate.path, obs)
+    return physical(candidate.label, candidate.path, obs)
 
 
-def _physical(label: str, path: str, obs: Observed) -> Slot:
+def physical(label: str, path: str, obs: Observed) -> Slot:
     """The active slot of the directory ``obs`` found at ``path``, by its physical path."""
     physical = os.path.realpath(path)
     try:
@@ -364,7 +364,7 @@ def explicit_slot(
             "(aikito never creates a checkout) — clone or create it first, or fix the path",
             code="config.checkout_path", path=given,
         )
-    slot = _physical("explicit", given, obs)
+    slot = physical("explicit", given, obs)
     if slot.state is not CheckoutState.ACTIVE or slot.identity is None:
         raise ConfigError(f"{slot.reason}", code="config.checkout_path", path=given)
     refused = refusal(slot.path, slot.identity, _places(config, home, observer))

@@ -40,6 +40,7 @@ from aikito_mem.model import (
     ResourceSet,
     SourceCheck,
 )
+from aikito_mem.planner.moved import relink_name
 from aikito_mem.views import (
     AgentSkillsView,
     CheckoutView,
@@ -181,8 +182,14 @@ def instructions_view(
         observed = _observe_link(f"{checkout}/{target.path}", observer) if usable else ABSENT
         missing_parent = bool(parents) and parents[-1][1].kind is Kind.ABSENT
         detected = detect(target) if missing_parent else False
+        relink = ABSENT
+        if usable and not missing_parent:
+            # A killed relink's temporary link ([L4]): one lstat per target.
+            parent, _, name = target.path.rpartition("/")
+            temp = f"{parent}/{relink_name(name)}" if parent else relink_name(name)
+            relink = _observe_link(f"{checkout}/{temp}", observer)
         views.append(InstructionTargetView(target.path, target.agents, detected, observed,
-                                           tuple(parents)))
+                                           tuple(parents), relink))
     legacy = ABSENT
     if agents.kind is Kind.DIR:
         legacy = _observe_link(f"{checkout}/{LEGACY_INSTRUCTIONS}", observer)

@@ -483,8 +483,28 @@ def _agent(p: Doc, w: World) -> None:
     p["agent"] = "claude"
 
 
+def _moved_from(p: Doc, w: World) -> None:
+    # [L4]: a plan claiming the workspace moved from a workspace that exists — whose
+    # links are its own — and relinking the user's link into it.
+    other = f"{w.outside}/otherws"
+    os.makedirs(f"{other}/projects")
+    literal = f"{other}/projects/demo/memory/notes"
+    os.symlink(literal, f"{w.mem}/notes")
+    p["moved_from"] = other
+    op = op_at(p, "notes", "CREATE")
+    op.update(rule="L4", reason=f"relinked from {other}",
+              observed={"kind": "symlink", "literal": literal,
+                        "ino": os.lstat(f"{w.mem}/notes").st_ino})
+
+
+def _kind(p: Doc, w: World) -> None:
+    p["kind"] = "clean"  # a clean is never saved: the guard's clean rules never apply
+
+
 #: name → (fields of the plan document it edits, the edit).  Each is refused, exit 3 or 4.
 ATTACKS: dict[str, tuple[tuple[str, ...], Mutation]] = {
+    "kind": (("kind",), _kind),
+    "moved_from": (("moved_from",), _moved_from),
     "target-dotdot-outside": (("operations.target",), _escape_create),
     "target-absolute-outside": (("operations.target",), _absolute_outside_create),
     "target-unlisted-dir": (("operations.target", "operations.checkout"),

@@ -16,7 +16,10 @@ at, and ``D/plans`` for saved plans.  Hypothesis interleaves:
   aikito's links, the user cleaning up, ``rm -rf .agents``;
 * aikito: ``Project.sync``, ``plan`` + ``execute``, the CLI ``sync``, dry runs (API and CLI
   with ``--out``), saved-plan apply (``Project.execute`` and CLI ``apply``), possibly long
-  after the plan was saved;
+  after the plan was saved; ``aikito clean`` ([L3]: ``clean project demo`` and
+  ``clean CO``, by the API and the CLI), after which no owned link is left and a second
+  clean has nothing to do; the workspace moved and moved back with ``--moved-from``
+  ([L4]), relinked in place both ways;
 * places a checkout can never be ([H1]) listed beside the real checkout: the home
   directory (home-like: it holds a ``.claude/``), a directory inside the workspace, the
   workspace's parent; and, where mounts are available (root), ``<ws>/memory/team``
@@ -55,6 +58,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from aikito_mem import Project
 from aikito_mem.cli import cli
+from aikito_mem.commands.clean import Cleaner
+from aikito_mem.config.discovery import resolve_workspace
 from aikito_mem.errors import ConflictError, StalePlanError
 from aikito_mem.executor.planfile import read_plan, write_plan
 from aikito_mem.model import Action, Plan, Status, SyncResult
@@ -264,6 +269,8 @@ class SafetyMachine(_UserTree):
             elif how.startswith("apply:"):
                 path = how.split(":", 1)[1]
                 result = self._project().execute(read_plan(path))
+            elif how.startswith("clean:"):
+                result = _cleaner(self.ws, self.co, how.split(":", 1)[1]).run()
             else:
                 raise AssertionError(how)
             plan = result.plan
@@ -500,6 +507,57 @@ class SafetyMachine(_UserTree):
     def sync(self, how: str) -> None:
         _plan, _result, ok = self._run(how)
         if ok:
+            self._assert_converged()
+
+    @rule(how=st.sampled_from(["project", "path", "cli"]))
+    def clean(self, how: str) -> None:
+        """[L3]: every link this workspace owns goes, foreign entries stay (the
+        invariants), and a second clean has nothing to do."""
+        if how == "cli":
+            ok = self._run_cli(["clean", "project", "demo", "--json"])[0] == 0
+        else:
+            ok = self._run(f"clean:{how}")[2]
+        if not ok:
+            return
+        agents = f"{self.co}/.agents"
+        if os.path.isdir(agents) and not os.path.islink(agents):
+            for dirpath, dirnames, filenames in os.walk(agents):
+                for name in dirnames + filenames:
+                    path = f"{dirpath}/{name}"
+                    assert not os.path.islink(path) or path in self.foreign, \
+                        f"clean left aikito's link {path}"
+        assert not _cleaner(self.ws, self.co, how).plan().has_changes
+
+    @rule()
+    def workspace_moves(self) -> None:
+        """[L4]: ``mv`` the workspace, ``sync --moved-from OLD`` there, ``mv`` it back and
+        sync ``--moved-from`` the other way: each relink names the workspace it is in,
+        foreign entries stay (the invariants), and the round trip leaves every link
+        canonical again."""
+        if self.refused or self.mounted is not None:
+            # A listed place inside the workspace would go offline with it (and come back
+            # refused), a bind mount of it would not move: the round trip is not one move.
+            return
+        moved = f"{self.d}/ws-moved"
+        os.rename(self.ws, moved)
+        try:
+            try:
+                there = Project.load("demo", workspace=moved).sync(moved_from=self.ws)
+            except (ConflictError, StalePlanError):
+                there = None
+            event(f"moved: {there.outcome if there is not None else 'refused'}")
+            for op in there.plan.operations if there is not None else ():
+                if op.rule == "L4":
+                    assert op.source is not None and op.source.startswith(moved + "/")
+                    assert os.readlink(op.target) == op.source
+        finally:
+            os.rename(moved, self.ws)
+        try:
+            back = self._project().sync(moved_from=moved)
+        except (ConflictError, StalePlanError):
+            back = None
+        if there is not None:
+            assert back is not None, "the way back was refused after the way there applied"
             self._assert_converged()
 
     @rule()
@@ -852,6 +910,36 @@ class SegmentsMachine(_UserTree):
         self._project().dry_run()
         assert snapshot(self.d) == before, "a dry run wrote something"
 
+    @rule(how=st.sampled_from(["project", "path"]), dry=st.booleans())
+    def clean(self, how: str, dry: bool) -> None:
+        """[L3] in every segment: owned skill and instruction links (and memory's) go,
+        directories the clean empties are pruned, foreign entries stay; nothing outside
+        the checkout changes; a dry run changes nothing; a second clean has nothing to
+        do."""
+        before_all = snapshot(self.d)
+        before_out = self._outside_co()
+        cleaner = _cleaner(self.ws, self.co, how)
+        if dry:
+            cleaner.plan()
+            assert snapshot(self.d) == before_all, "a dry-run clean wrote something"
+            return
+        result = cleaner.run()
+        event(f"segments clean {how}: {result.outcome}")
+        assert self._outside_co() == before_out, "clean wrote outside the checkout"
+        for op in result.plan.operations:
+            if op.action is Action.UNLINK and op.entry == "directory":
+                self.foreign.pop(op.target, None)  # a user's directory the clean emptied
+        # A target dropped from the registry is not looked at ([L3], [G3]).
+        places = [f"{self.co}/{rel}" for agent, rel in AGENTS.items()
+                  if os.path.exists(f"{self.ws}/agents/{agent}.toml")]
+        skills = f"{self.co}/.agents/skills"
+        if os.path.isdir(skills) and not os.path.islink(skills):
+            places += [f"{skills}/{n}" for n in os.listdir(skills)]
+        for path in places:
+            if os.path.islink(path) and _real_dirs_upto(self.co, path[len(self.co) + 1:]):
+                assert path in self.foreign, f"clean left aikito's link {path}"
+        assert not _cleaner(self.ws, self.co, how).plan().has_changes
+
     # -- invariants ----------------------------------------------------------------------
 
     @invariant()
@@ -877,6 +965,13 @@ class SegmentsMachine(_UserTree):
             if os.path.islink(path) and path not in self.foreign:
                 assert os.readlink(path) == canonical, (path, os.readlink(path))
 
+
+
+def _cleaner(ws: str, co: str, how: str) -> Cleaner:
+    """``aikito clean project demo`` (``how`` ``project``) or ``aikito clean CO``."""
+    workspace = resolve_workspace(ws)
+    return Cleaner(workspace, "demo", None) if how == "project" else \
+        Cleaner(workspace, None, co)
 
 
 def _machine_settings(*, long: bool = False) -> settings:

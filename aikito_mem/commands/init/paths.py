@@ -15,7 +15,7 @@ import re
 import stat
 from collections.abc import Mapping
 
-from aikito_mem import fsutil
+from aikito_mem import fsutil, layout
 from aikito_mem.config.discovery import DEFAULT_WORKSPACE, expand_home, pointer_path
 from aikito_mem.errors import ConfigError
 from aikito_mem.model import Finding
@@ -274,6 +274,15 @@ def _pointer_names(pointer: str, home: str | None) -> tuple[str | None, str | No
     return (expand_home(line, home) if line else None), None
 
 
+#: The role of the step that re-points an existing pointer file ([L4]).
+REPOINT = "pointer_repointed"
+
+
+def names_a_workspace(path: str) -> bool:
+    """Whether ``path`` (from a pointer file) is a directory holding ``projects/``."""
+    return os.path.isdir(os.path.join(path, layout.PROJECTS_ROOT))
+
+
 def pointer_plan(
     root: str, env: Mapping[str, str], home: str | None, findings: list[Finding]
 ) -> tuple[str | None, list[PointerStep]]:
@@ -304,10 +313,20 @@ def pointer_plan(
         if problem is not None:
             _warn(findings, f"pointer file {pointer} exists but cannot be read ({problem}); "
                   f"left as it is — fix it, or {remedy}", pointer)
+        elif named is not None and os.path.isabs(named) and os.path.realpath(named) != root \
+                and not names_a_workspace(named):
+            # [L4]: the workspace it named is gone (moved, most likely): point at this one.
+            findings.append(Finding(
+                "init.pointer_repointed", "info",
+                f"pointer file {pointer} named {named}, which no longer exists (no "
+                f"projects/ there); it now names {root} — if the workspace moved, relink "
+                f"the checkouts with: aikito sync --moved-from {named}", pointer))
+            return pointer, [(config_dir, (os.path.basename(pointer),), REPOINT, False,
+                              (root + "\n").encode("utf-8"))]
         elif named is None or not os.path.isabs(named) or os.path.realpath(named) != root:
-            _warn(findings, f"pointer file {pointer} names {named!r}, another workspace; "
-                  f"left as it is — edit it to make this workspace the default, or {remedy}",
-                  pointer)
+            _warn(findings, f"pointer file {pointer} names {named!r}, another workspace "
+                  "that exists; left as it is — edit it to make this workspace the default, "
+                  f"or {remedy}", pointer)
         return pointer, [(config_dir, (os.path.basename(pointer),), "pointer", True, b"")]
     if home is not None and not os.path.isdir(home):
         _warn(findings, f"the home directory {home} does not exist, so no pointer file was "

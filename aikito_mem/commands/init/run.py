@@ -25,6 +25,7 @@ from aikito_mem.commands.init.paths import (
     split_existing,
     workspace_target,
 )
+from aikito_mem.commands.init.repoint import write_step
 from aikito_mem.commands.init.report import EntryKind, InitEntry, InitReport, InitStatus
 from aikito_mem.config.discovery import Workspace, home_directory, resolve_workspace
 from aikito_mem.errors import ConfigError, ExecutionError, InterruptedError_, StalePlanError
@@ -224,11 +225,7 @@ def _run(steps: list[_Step], make_report: Any, dry_run: bool) -> InitReport:
                 continue
             signals.check()
             try:
-                fd = writer.parent_fd(step)
-                if step.kind is EntryKind.DIRECTORY:
-                    os.mkdir(step.parts[-1], step.mode, dir_fd=fd)
-                else:
-                    fsutil.create_new(fd, step.parts[-1], step.data)
+                write_step(writer.parent_fd(step), step)
             except FileExistsError:
                 raise StalePlanError(
                     f"{step.path} appeared while aikito init was running; it was not "

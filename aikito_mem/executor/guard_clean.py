@@ -1,0 +1,105 @@
+"""The writer's own check of a clean plan ([E9], [L3]): defence in depth.
+
+A clean plan may only remove: every write is an UNLINK, of a checkout the live
+``agent.toml`` lists (or the one named explicitly: ``clean project NAME PATH``, ``clean
+PATH``), at a place a clean looks ([L3]: below ``.agents/memory``, in ``.agents/skills``,
+an instruction target of the live registry, the legacy ``.agents/AGENTS.md``), of a link
+whose recorded literal the clean planner's own rule proves owned
+(:func:`aikito_mem.planner.clean.owner` — the writer's ``readlinkat`` then refuses any
+other live literal), or the ``rmdir`` of a directory the clean may prune
+(:func:`aikito_mem.planner.clean.prune_segment`; the writer's ``rmdir`` refuses one that
+is not empty).  A CREATE, or any other write, is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from aikito_mem.errors import ConfigError
+from aikito_mem.model import Action, CheckoutState, Kind, Observed, Plan, SegmentName
+from aikito_mem.planner.clean import owner, place, prune_segment
+
+
+def again(plan: Plan) -> str:
+    """The command that plans the clean afresh."""
+    import shlex
+
+    path = shlex.quote(plan.explicit_path) if plan.explicit_path else ""
+    what = f"project {shlex.quote(plan.project)} {path}".rstrip() if plan.project else path
+    return f"aikito clean {what} --dry-run"
+
+
+def refusals(plan: Plan, checkouts: tuple[set[str], str] | str) -> Iterator[str]:
+    """Every write of the clean ``plan`` the engine would not derive; ``checkouts`` is
+    where it may write and how that was found (the guard derives it from the live
+    world), or why that cannot be known."""
+    if isinstance(checkouts, str):
+        yield checkouts
+        return
+    allowed, how = checkouts
+    from aikito_mem.config.registry import load_registry
+
+    try:
+        targets = frozenset(t.path for t in load_registry(plan.workspace).targets)
+    except ConfigError:
+        targets = frozenset()
+    active: set[str] = set()
+    for co in plan.checkouts:
+        if co.state is not CheckoutState.ACTIVE:
+            continue
+        if co.path in active:
+            yield f"the plan lists checkout {co.path} twice; expected each checkout once"
+        active.add(co.path)
+        if co.path not in allowed:
+            listing = ", ".join(sorted(allowed)) or "none"
+            yield (f"checkout {co.path} is not one aikito may clean: expected one of {how} "
+                   f"({listing})")
+    # Directories with a planned removal inside: the only ones but aikito's own runtime
+    # directories a clean may prune.
+    holding = {op.target.rpartition("/")[0] for op in plan.operations
+               if op.action is Action.UNLINK}
+    project = plan.project or None
+    for op in plan.operations:
+        if op.action is Action.CREATE:
+            yield (f"CREATE {op.target!r}: a clean plan creates nothing; expected only "
+                   "removals of aikito's own links")
+            continue
+        if op.action is not Action.UNLINK:
+            continue
+        problem = _refuse(op.checkout, op.target, op.entry, op.segment, op.observed,
+                          targets, holding, active, plan.workspace, project)
+        if problem is not None:
+            yield f"UNLINK {op.target!r}{problem}"
+
+
+def _refuse(checkout: str, target: str, entry: str, segment: SegmentName,
+            observed: Observed, targets: frozenset[str], holding: set[str],
+            active: set[str], workspace: str, project: str | None) -> str | None:
+    if checkout not in active:
+        return f" is for checkout {checkout!r}, which is not an active checkout of the plan"
+    if not target.startswith(checkout + "/"):
+        return f" is outside checkout {checkout}; expected a path inside it"
+    rel = target[len(checkout) + 1:]
+    if entry == "directory":
+        allowed = prune_segment(rel, targets)
+        if allowed is None or allowed[0] is not segment or (allowed[1]
+                                                            and target not in holding):
+            return (" removes a directory a clean may not prune; expected .agents, "
+                    ".agents/memory, .agents/skills, or a directory the plan's own "
+                    "removals empty below .agents/memory or on the way to an instruction "
+                    "target ([L3])")
+        return None  # the writer's rmdir checks it is that very, empty directory
+    if entry != "link":
+        return f" removes a {entry!r}; expected a link or a pruned directory"
+    where = place(rel, targets)
+    if where is None or where[0] is not segment:
+        return (" is not a place a clean looks at; expected a path below .agents/memory or "
+                ".agents/skills, an instruction target of the agent registry, or "
+                ".agents/AGENTS.md ([L3])")
+    if observed.kind is not Kind.LINK or observed.literal is None:
+        return f" removes {observed.describe()}; aikito only unlinks its own links"
+    link_dir = target.rpartition("/")[0]
+    if owner(where[0], where[1], observed.literal, link_dir, workspace, project) is None:
+        return (f" removes a symlink to {observed.literal!r}, which this workspace does "
+                "not own there ([O1], [L3])")
+    return None

@@ -1,0 +1,109 @@
+"""A workspace that moved ([L4]): the pure rules of ``--moved-from OLD``.
+
+After ``mv ~/aikito ~/ws`` every link still names the old root.  With ``--moved-from OLD``
+a link whose literal is byte-exactly ``OLD`` + the remainder of its canonical path
+(:func:`moved_literal`: the same resource, the old root) is owned: each planner plans it
+as a CREATE of rule ``L4`` whose recorded observation is the old link, reason "relinked
+from OLD", which the executor carries out as one atomic rename of a fresh symlink over it.
+The fresh symlink is first made under the target's relink name (:func:`relink_name`),
+which every planner recognises: a leftover of a killed run is aikito's own and removed by
+the next run, so a kill never leaves clutter.
+
+Without the flag, a link whose literal ends with its canonical remainder under another
+root (:func:`old_root`) stays a CONFLICT; when that root no longer exists its remedy names
+``aikito sync --moved-from OLD`` (:func:`moved_remedies`).  No I/O happens here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import attrs
+
+from aikito_mem.model import Action, Kind, Observed, Plan
+
+#: The rule id of a relink CREATE ([L4]): the one CREATE that renames over an entry.
+R_MOVED = "L4"
+#: The suffix of the fresh link's name while it is being renamed over the old one.
+RELINK_SUFFIX = ".aikito-relink"
+
+
+def relink_name(name: str) -> str:
+    """The one temporary name of a relink of the entry ``name``: ``.NAME.aikito-relink``."""
+    return f".{name}{RELINK_SUFFIX}"
+
+
+def relink_base(name: str) -> str | None:
+    """The entry a relink name belongs to (``.a.md.aikito-relink`` → ``a.md``), else
+    ``None``."""
+    if name.startswith(".") and name.endswith(RELINK_SUFFIX):
+        base = name[1:-len(RELINK_SUFFIX)]
+        if base and base not in (".", ".."):
+            return base
+    return None
+
+
+def relink_target(rel: str) -> str | None:
+    """``rel`` (a relative path) with its last component's relink name undone, else
+    ``None``."""
+    parent, _, name = rel.rpartition("/")
+    base = relink_base(name)
+    if base is None:
+        return None
+    return f"{parent}/{base}" if parent else base
+
+
+def normalise_old(old: str) -> str:
+    """``OLD`` as the flag gives it, without trailing ``/`` (``/`` itself stays)."""
+    stripped = old.rstrip("/")
+    return stripped or "/"
+
+
+def moved_literal(moved_from: str | None, workspace: str, source: str) -> str | None:
+    """``OLD`` + the remainder of ``source`` below ``workspace``: the literal a link to
+    ``source`` had before the workspace moved; ``None`` without the flag."""
+    if moved_from is None or not source.startswith(workspace + "/"):
+        return None
+    return moved_from.rstrip("/") + source[len(workspace):]
+
+
+def old_root(observed: Observed, source: str | None, workspace: str) -> str | None:
+    """The root an absolute link literal names its canonical source under, when that root
+    is not this workspace: the ``OLD`` of ``--moved-from OLD`` that the link suggests."""
+    literal = observed.literal
+    if (observed.kind is not Kind.LINK or literal is None or source is None
+            or not literal.startswith("/") or not source.startswith(workspace + "/")):
+        return None
+    remainder = source[len(workspace):]
+    if not literal.endswith(remainder) or literal == source:
+        return None
+    root = literal[:-len(remainder)]
+    return root if root.startswith("/") and root != workspace else None
+
+
+def suggested_roots(plan: Plan) -> frozenset[str]:
+    """Every old root a CONFLICT of ``plan`` suggests (to ask whether it still exists)."""
+    return frozenset(
+        root for op in plan.operations if op.action is Action.CONFLICT
+        for root in (old_root(op.observed, op.source, plan.workspace),) if root is not None)
+
+
+def moved_remedies(plan: Plan, missing: Iterable[str]) -> Plan:
+    """``plan`` with the remedy of each CONFLICT over a link into a missing old root
+    naming ``aikito sync --moved-from OLD``."""
+    gone = frozenset(missing)
+    if not gone:
+        return plan
+    from aikito_mem.planner.remedies import quote  # what shlex.quote writes
+
+    ops = []
+    for op in plan.operations:
+        root = (old_root(op.observed, op.source, plan.workspace)
+                if op.action is Action.CONFLICT else None)
+        if root is not None and root in gone:
+            op = attrs.evolve(op, remedy=(
+                f"the link names {root}, a workspace that no longer exists — if it moved "
+                f"to {plan.workspace}: aikito sync --moved-from {quote(root)} "
+                "(relinks every such link in place)"))
+        ops.append(op)
+    return plan.evolve(operations=tuple(ops))

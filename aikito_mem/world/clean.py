@@ -1,0 +1,132 @@
+"""What ``aikito clean`` finds in one checkout ([L3]): the observing side.
+
+The same calls a sync observes with — ``lstat``, ``readlink``, the observing room's walk
+(never through a link, never into a mount point) — for ``.agents`` (one level),
+``.agents/memory`` (recursively), ``.agents/skills`` (one level), every instruction
+target of the registry and the legacy ``.agents/AGENTS.md``, and the directories on the
+way to an instruction target that holds a link (one level each, to know whether the
+clean empties them).  Nothing is read or written; :mod:`aikito_mem.planner.clean` decides.
+"""
+
+from __future__ import annotations
+
+from aikito_mem.errors import ConfigError
+from aikito_mem.layout import AGENTS_DIR, MEMORY_DIR, SKILLS_DIR
+from aikito_mem.model import ABSENT, CheckoutState, Kind, Observed
+from aikito_mem.planner.clean import LEGACY_TARGET, CleanCheckout
+from aikito_mem.world import checkouts
+from aikito_mem.world.checkouts import Slot
+from aikito_mem.world.observe import Observer
+
+
+def path_slot(path: str, workspace: str, observer: Observer) -> checkouts.Slot:
+    """The one checkout of ``clean PATH``: an existing directory outside the workspace."""
+    given = checkouts.given_path(path)
+    try:
+        obs = observer.stat_follow(given)
+    except OSError as exc:
+        raise ConfigError(f"checkout {given} cannot be examined: {exc.strerror}; expected "
+                          "an existing directory", code="config.checkout_path",
+                          path=given) from None
+    if obs.kind is not Kind.DIR:
+        found = "nothing" if not obs.exists else obs.describe()
+        raise ConfigError(
+            f"checkout {given} is {found}; expected an existing directory to clean — "
+            "check the path (a checkout named 'project' is written ./project)",
+            code="config.checkout_path", path=given)
+    slot = checkouts.physical("explicit", given, obs)
+    if slot.state is not CheckoutState.ACTIVE:
+        raise ConfigError(f"{slot.reason}", code="config.checkout_path", path=given)
+    from aikito_mem.config.discovery import home_directory
+
+    # [H1]: never a place a checkout can never be (/, home, the workspace, inside it…).
+    places = checkouts.Places.of(workspace, None, home_directory(), observer)
+    refused = (checkouts.refusal(slot.path, slot.identity, places)
+               if slot.identity is not None else None)
+    if refused is not None:
+        code, what = refused
+        raise ConfigError(
+            f"checkout {slot.path} {what}; expected a project's own working copy — never "
+            "/, the home directory, the workspace, a directory inside it, or an ancestor "
+            "of the home directory or the workspace ([H1]); nothing was removed",
+            code=code, path=slot.path)
+    return slot
+
+
+def _look(path: str, observer: Observer, *, identity: bool = True) -> Observed:
+    """``lstat`` plus the literal of a link, or the identity of a directory."""
+    obs = observer.lstat(path)
+    if obs.kind is Kind.LINK:
+        return Observed(Kind.LINK, observer.readlink(path), obs.dev, obs.ino)
+    if identity and obs.kind is Kind.DIR:
+        return observer.identity(path, obs)
+    return obs
+
+
+def _target(checkout: str, rel: str, observer: Observer
+            ) -> tuple[Observed, list[tuple[str, Observed]]]:
+    """What is at instruction target ``rel`` and each directory on the way (up to the
+    first one that is not a real directory: then the target is not looked at)."""
+    parents: list[tuple[str, Observed]] = []
+    parts = rel.split("/")
+    for i in range(1, len(parts)):
+        prel = "/".join(parts[:i])
+        pobs = _look(f"{checkout}/{prel}", observer)
+        parents.append((prel, pobs))
+        if pobs.kind is not Kind.DIR:
+            return ABSENT, parents
+    return _look(f"{checkout}/{rel}", observer, identity=False), parents
+
+
+def observe_checkout(slot: Slot, targets: tuple[str, ...], observer: Observer
+                     ) -> CleanCheckout:
+    """Observe one checkout candidate for a clean.  Offline and invalid ones cost
+    nothing more."""
+    base = CleanCheckout(slot.label, slot.path, slot.state, slot.reason, root=slot.root)
+    if slot.state is not CheckoutState.ACTIVE:
+        return base
+    co = slot.path
+    try:
+        root = observer.lstat(co)
+        if root.kind is not Kind.DIR:
+            return CleanCheckout(slot.label, co, CheckoutState.INVALID,
+                                 f"checkout {co} is {root.describe()}; expected a directory",
+                                 root=root)
+        root = observer.identity(co, root)
+        agents = _look(f"{co}/{AGENTS_DIR}", observer)
+        agents_entries: tuple[tuple[str, Observed], ...] = ()
+        memory = skills = ABSENT
+        memory_entries: tuple[tuple[str, Observed], ...] = ()
+        skills_entries: tuple[tuple[str, Observed], ...] = ()
+        found: list[tuple[str, Observed]] = []
+        if agents.kind is Kind.DIR:
+            agents_entries = observer.scan(f"{co}/{AGENTS_DIR}", agents, recursive=False)
+            memory = _look(f"{co}/{MEMORY_DIR}", observer)
+            if memory.kind is Kind.DIR:
+                memory_entries = observer.scan(f"{co}/{MEMORY_DIR}", memory)
+            skills = _look(f"{co}/{SKILLS_DIR}", observer)
+            if skills.kind is Kind.DIR:
+                skills_entries = observer.scan(f"{co}/{SKILLS_DIR}", skills,
+                                               recursive=False)
+            legacy = dict(agents_entries).get(LEGACY_TARGET.rpartition("/")[2], ABSENT)
+            found.append((LEGACY_TARGET, legacy))
+        parents: dict[str, tuple[Observed, tuple[str, ...]]] = {}
+        for rel in targets:
+            obs, on_the_way = _target(co, rel, observer)
+            found.append((rel, obs))
+            if obs.kind is not Kind.LINK:
+                continue
+            for prel, pobs in on_the_way:
+                if prel not in parents:
+                    names = tuple(n for n, _ in observer.scan(f"{co}/{prel}", pobs,
+                                                              recursive=False))
+                    parents[prel] = (pobs, names)
+    except OSError as exc:
+        return CleanCheckout(slot.label, co, CheckoutState.INVALID,
+                             f"checkout {co} cannot be examined: {exc.strerror}",
+                             root=Observed(Kind.OTHER))
+    return CleanCheckout(
+        slot.label, co, CheckoutState.ACTIVE, None, root, agents, agents_entries, memory,
+        memory_entries, skills, skills_entries, tuple(found),
+        tuple((rel, obs, names) for rel, (obs, names) in sorted(parents.items())),
+    )
