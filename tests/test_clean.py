@@ -561,9 +561,16 @@ def test_cli_clean_project_dry_run_then_real_run(w: World) -> None:
     assert "- .claude/" in res.stdout
     assert "kept " in res.stdout and ".agents/memory/mine.txt: a regular file" in res.stdout
     assert "aikito clean project demo" in res.stdout
+    assert " to remove, " in res.stdout and " to prune, " in res.stdout
+    # A foreign entry is kept, and no remedy tells the user to delete it: it may be a
+    # file git tracks ([L1]).
+    assert "remove it yourself" not in res.stdout
     res = _run(w, "project", "demo")
     assert res.exit_code == 0, res.output
     assert "removals applied" in res.stdout
+    # Words that say what happened: a finished clean removed, it does not "to remove".
+    assert " removed, " in res.stdout and " pruned, " in res.stdout
+    assert "to remove" not in res.stdout and "to prune" not in res.stdout
     res = _run(w, "project", "demo")
     assert res.exit_code == 0
     assert "nothing to clean" in res.stdout

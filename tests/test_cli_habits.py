@@ -571,3 +571,29 @@ def test_the_second_console_script_names_itself(demo: WS) -> None:
                              timeout=120, cwd=co(demo))
     assert checked.returncode == 7
     assert checked.stdout.splitlines()[-1].endswith("to apply: aikito-mem sync project demo")
+
+
+@pytest.mark.parametrize(("columns", "width"), [
+    ("80", 80), ("132", 132), ("", 100), ("0", 100), ("-5", 100), ("wide", 100)])
+def test_output_width_is_columns_else_the_terminal_else_100(
+        monkeypatch: pytest.MonkeyPatch, columns: str, width: int) -> None:
+    """[U2]: ``COLUMNS`` when it is a positive number, else the terminal's width (none
+    here: pytest's stdout is not a terminal), else 100."""
+    from aikito_mem.cli.options import output_width
+
+    monkeypatch.setenv("COLUMNS", columns)
+    monkeypatch.setattr("os.get_terminal_size", _no_terminal)
+    assert output_width() == width
+
+
+def test_output_width_asks_the_terminal_when_columns_is_unset(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from aikito_mem.cli.options import output_width
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setattr("os.get_terminal_size", lambda fd: os.terminal_size((77, 24)))
+    assert output_width() == 77
+
+
+def _no_terminal(fd: int) -> os.terminal_size:
+    raise OSError(25, "Inappropriate ioctl for device")

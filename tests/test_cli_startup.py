@@ -72,8 +72,9 @@ def _assert_plain_sync(imported: set[str]) -> None:
     assert not editing & imported, sorted(editing & imported)
     # Text output: no JSON encoder, no shell quoting, no completion machinery; nothing
     # occupied, so no question to git ([L1]) and no subprocess machinery.
+    # The output width is read without ``shutil`` (and the compression modules it brings).
     extras = {"json", "shlex", "click.shell_completion", "aikito_mem.world.git",
-              "subprocess"}
+              "subprocess", "shutil"}
     assert not extras & imported, sorted(extras & imported)
 
 

@@ -64,10 +64,18 @@ def use_color(option: bool | None) -> bool:
 
 def output_width() -> int:
     """[U2]: the width of every text line — ``COLUMNS`` when set, else the terminal's,
-    else 100 (``shutil.get_terminal_size`` asks in that order)."""
-    import shutil
-
-    columns = shutil.get_terminal_size((HELP_WIDTH, 24)).columns
+    else 100: the order ``shutil.get_terminal_size`` asks in, without importing
+    ``shutil`` (and the compression modules it brings) on every run ([§12])."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        stdout = sys.__stdout__
+        try:
+            columns = os.get_terminal_size(stdout.fileno()).columns if stdout else 0
+        except (ValueError, OSError):  # not a terminal, or a closed / detached stream
+            columns = 0
     return columns if columns > 0 else HELP_WIDTH
 
 

@@ -202,8 +202,8 @@ class _Planner:
                 if obs.kind is Kind.MOUNT else obs.describe())
         self.findings.append(Finding(
             "clean.foreign_entry", "warning",
-            f"kept {self.at(rel)}: {what}, not a link this workspace owns; it is left "
-            "untouched (remove it yourself if it is not needed)", self.at(rel)))
+            f"kept {self.at(rel)}: {what}, not a link this workspace owns; clean leaves "
+            "it untouched", self.at(rel)))
 
     def unlink(self, segment: SegmentName, rel: str, seg_rel: str, obs: Observed) -> bool:
         """An UNLINK of the link at ``rel`` when this workspace owns it; else a finding."""

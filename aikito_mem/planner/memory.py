@@ -54,7 +54,7 @@ R_STALE = "INV-MEM-06"
 R_PRESERVE = "INV-MEM-07"
 R_OFFLINE = "INV-MEM-08"
 R_NOOP = "INV-MEM-10"
-#: Shadowing has no invariant of its own: SPEC [S4].
+#: Shadowing has no invariant of its own: the rule is [S4].
 R_SHADOW = "S4"
 
 

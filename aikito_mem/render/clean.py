@@ -37,8 +37,10 @@ def _rel(path: str, checkout: str) -> str:
     return path[len(checkout) + 1:] if path.startswith(checkout + "/") else path
 
 
-def summary(plan: Plan) -> str:
-    """``clean: 3 links to remove, 2 directories to prune, 1 foreign entry kept``."""
+def summary(plan: Plan, *, done: bool = False) -> str:
+    """``clean: 3 links to remove, 2 directories to prune, 1 foreign entry kept``; after a
+    real run that applied them, ``3 links removed, 2 directories pruned`` ([U3]'s words
+    that say what happened)."""
     links = sum(1 for op in plan.operations
                 if op.action is Action.UNLINK and op.entry == "link")
     dirs = sum(1 for op in plan.operations
@@ -46,8 +48,10 @@ def summary(plan: Plan) -> str:
     kept = sum(1 for f in plan.findings if f.code == "clean.foreign_entry")
     offline = sum(1 for c in plan.checkouts if c.state is CheckoutState.OFFLINE)
     tail = f" ({plural(offline, 'checkout')} offline)" if offline else ""
-    return (f"clean: {plural(links, 'link')} to remove, {plural(dirs, 'directory', 'directories')}"
-            f" to prune, {plural(kept, 'foreign entry', 'foreign entries')} kept{tail}")
+    removed, pruned = ("removed", "pruned") if done else ("to remove", "to prune")
+    return (f"clean: {plural(links, 'link')} {removed}, "
+            f"{plural(dirs, 'directory', 'directories')} {pruned}, "
+            f"{plural(kept, 'foreign entry', 'foreign entries')} kept{tail}")
 
 
 def _listed(plan: Plan, checkout: str) -> list[tuple[int, Operation]]:
@@ -105,7 +109,7 @@ def text_lines(report: SyncReport, display: Display) -> list[str]:
         if n not in placed:
             where = Paths(plan.workspace, cwd=display.cwd, home=display.home)
             lines.append(display.line(f"{f.severity}: {where.text(f.message)}", "magenta"))
-    lines.append(display.line(summary(plan)))
+    lines.append(display.line(summary(plan, done=report.outcome is Outcome.APPLIED)))
     if report.error is None:
         lines.extend(display.line(t, c) for t, c in _closing(report))
     return lines

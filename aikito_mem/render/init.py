@@ -100,9 +100,9 @@ def text_lines(report: InitReport, *, home: str | None = None) -> list[str]:
               if f.code == "init.pointer_repointed"]
     lines += [f"warning: {f.message}" for f in report.findings if f.severity == "warning"]
     if report.agents == ():
-        lines += ["note: no coding agent detected here, so no agents/ registry: AGENTS.md is the",
-                  "note: one instruction target; `aikito agents` lists the agents aikito knows,",
-                  "note: `aikito agents add NAME` registers one"]
+        lines.append("note: no coding agent detected here, so no agents/ registry: AGENTS.md "
+                     "is the one instruction target; `aikito agents` lists the agents aikito "
+                     "knows, `aikito agents add NAME` registers one")
     lines.append(after)
     return lines
 

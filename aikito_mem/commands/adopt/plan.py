@@ -197,7 +197,7 @@ def validate(target: str, workspace: str | None = None, *, project: str | None =
     problem = reference_problem(rel)
     if problem is not None:
         raise AdoptRefused(
-            f"{physical} cannot become a memory reference: {rel!r} {problem} (SPEC [C3]) — "
+            f"{physical} cannot become a memory reference: {rel!r} {problem} ([C3]) — "
             "rename it first", code="reference_invalid", path=physical)
     destination = memory_source(ws.root, rel)
     distinct.distinct_from_destination(physical, st, destination)
