@@ -56,12 +56,15 @@ class Cleaner:
         registry = load_registry(self.ws.root)
         targets = tuple(PlannedTarget(t.path, t.agents) for t in registry.targets)
         rels = tuple(t.rel for t in targets)
+        # [N1]: the per-agent skills directories (``.claude/skills``…) are cleaned too.
+        skill_dirs = tuple(PlannedTarget(d.path, d.agents) for d in registry.skill_dirs)
+        dirs = tuple(d.rel for d in skill_dirs)
         with signals.interruptible():
-            views = tuple(observe_checkout(s, rels, observer) for s in slots)
+            views = tuple(observe_checkout(s, rels, observer, dirs) for s in slots)
         return build_clean_plan(
             workspace=self.ws.root, workspace_source=self.ws.found_via,
             project=self.project, config_path=config_path, checkouts=views,
-            targets=targets,
+            targets=targets, skill_dirs=skill_dirs,
             explicit_path=_checkouts.given_path(self.path) if self.path is not None
             else None,
             config_digest=digest,

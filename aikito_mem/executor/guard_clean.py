@@ -2,8 +2,9 @@
 
 A clean plan may only remove: every write is an UNLINK, of a checkout the live
 ``agent.toml`` lists (or the one named explicitly: ``clean project NAME PATH``, ``clean
-PATH``), at a place a clean looks ([L3]: below ``.agents/memory``, in ``.agents/skills``,
-an instruction target of the live registry, the legacy ``.agents/AGENTS.md``), of a link
+PATH``), at a place a clean looks ([L3]: below ``.agents/memory``, in ``.agents/skills``
+or a per-agent skills directory of the live registry ([N1]), an instruction target of the
+live registry, the legacy ``.agents/AGENTS.md``), of a link
 whose recorded literal the clean planner's own rule proves owned
 (:func:`aikito_mem.planner.clean.owner` — the writer's ``readlinkat`` then refuses any
 other live literal), or the ``rmdir`` of a directory the clean may prune
@@ -40,9 +41,11 @@ def refusals(plan: Plan, checkouts: tuple[set[str], str] | str) -> Iterator[str]
     from aikito_mem.config.registry import load_registry
 
     try:
-        targets = frozenset(t.path for t in load_registry(plan.workspace).targets)
+        registry = load_registry(plan.workspace)
+        targets = frozenset(t.path for t in registry.targets)
+        skill_dirs = frozenset(d.path for d in registry.skill_dirs)
     except ConfigError:
-        targets = frozenset()
+        targets = skill_dirs = frozenset()
     active: set[str] = set()
     for co in plan.checkouts:
         if co.state is not CheckoutState.ACTIVE:
@@ -67,35 +70,39 @@ def refusals(plan: Plan, checkouts: tuple[set[str], str] | str) -> Iterator[str]
         if op.action is not Action.UNLINK:
             continue
         problem = _refuse(op.checkout, op.target, op.entry, op.segment, op.observed,
-                          targets, holding, active, plan.workspace, project)
+                          (targets, skill_dirs), holding, active, plan.workspace,
+                          project)
         if problem is not None:
             yield f"UNLINK {op.target!r}{problem}"
 
 
 def _refuse(checkout: str, target: str, entry: str, segment: SegmentName,
-            observed: Observed, targets: frozenset[str], holding: set[str],
+            observed: Observed, places: tuple[frozenset[str], frozenset[str]],
+            holding: set[str],
             active: set[str], workspace: str, project: str | None) -> str | None:
     if checkout not in active:
         return f" is for checkout {checkout!r}, which is not an active checkout of the plan"
     if not target.startswith(checkout + "/"):
         return f" is outside checkout {checkout}; expected a path inside it"
     rel = target[len(checkout) + 1:]
+    targets, skill_dirs = places
     if entry == "directory":
-        allowed = prune_segment(rel, targets)
+        allowed = prune_segment(rel, targets, skill_dirs)
         if allowed is None or allowed[0] is not segment or (allowed[1]
                                                             and target not in holding):
             return (" removes a directory a clean may not prune; expected .agents, "
                     ".agents/memory, .agents/skills, or a directory the plan's own "
-                    "removals empty below .agents/memory or on the way to an instruction "
-                    "target ([L3])")
+                    "removals empty below .agents/memory, on the way to an instruction "
+                    "target, or a per-agent skills directory of the registry or on the "
+                    "way to one ([L3], [N1])")
         return None  # the writer's rmdir checks it is that very, empty directory
     if entry != "link":
         return f" removes a {entry!r}; expected a link or a pruned directory"
-    where = place(rel, targets)
+    where = place(rel, targets, skill_dirs)
     if where is None or where[0] is not segment:
         return (" is not a place a clean looks at; expected a path below .agents/memory or "
-                ".agents/skills, an instruction target of the agent registry, or "
-                ".agents/AGENTS.md ([L3])")
+                ".agents/skills, in a per-agent skills directory of the agent registry, "
+                "an instruction target of the registry, or .agents/AGENTS.md ([L3], [N1])")
     if observed.kind is not Kind.LINK or observed.literal is None:
         return f" removes {observed.describe()}; aikito only unlinks its own links"
     link_dir = target.rpartition("/")[0]

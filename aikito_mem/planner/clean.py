@@ -90,6 +90,10 @@ class CleanCheckout:
     #: The directories on the way to an instruction target that holds a link: relative
     #: path → (observation, names of its entries).
     parents: tuple[tuple[str, Observed, tuple[str, ...]], ...] = ()
+    #: Each per-agent skills directory of the registry ([N1], e.g. ``.claude/skills``):
+    #: relative path → what is there and, when a real directory, its entries (one
+    #: level).  Its parents holding a link below are in :attr:`parents`.
+    agent_skills: tuple[tuple[str, Observed, tuple[tuple[str, Observed], ...]], ...] = ()
 
 
 # -- the one rule of ownership, shared with the guard ([H3]) ---------------------------
@@ -146,9 +150,12 @@ def owner(segment: SegmentName, rel: str, literal: str | None, link_dir: str,
     return owns(literal, link_dir, candidates)
 
 
-def place(rel: str, targets: frozenset[str]) -> tuple[SegmentName, str] | None:
+def place(rel: str, targets: frozenset[str], skill_dirs: frozenset[str] = frozenset()
+          ) -> tuple[SegmentName, str] | None:
     """The segment a link at ``rel`` (relative to the checkout root) belongs to and its
-    path relative to that segment's root — ``None`` when a clean may not look there."""
+    path relative to that segment's root — ``None`` when a clean may not look there.
+    ``skill_dirs``: the per-agent skills directories of the registry ([N1]); a link in
+    one is a skill, named by its own name."""
     if rel.startswith(f"{MEMORY_DIR}/"):
         sub = rel[len(MEMORY_DIR) + 1:]
         return (_MEM, sub) if entry_problem(sub) is None else None
@@ -157,10 +164,14 @@ def place(rel: str, targets: frozenset[str]) -> tuple[SegmentName, str] | None:
         return (_SKILLS, sub) if entry_problem(sub, single=True) is None else None
     if rel == LEGACY_TARGET or rel in targets:
         return _INSTR, rel
+    folder, _, name = rel.rpartition("/")
+    if folder in skill_dirs and entry_problem(name, single=True) is None:
+        return _SKILLS, name
     return None
 
 
-def prune_segment(rel: str, targets: frozenset[str]) -> tuple[SegmentName, bool] | None:
+def prune_segment(rel: str, targets: frozenset[str],
+                  skill_dirs: frozenset[str] = frozenset()) -> tuple[SegmentName, bool] | None:
     """Whether a clean may prune the directory ``rel`` (relative to the checkout root):
     its segment, and whether only when the plan removes something inside it (``True``
     for every directory but aikito's own runtime directories).  ``None``: never."""
@@ -171,6 +182,10 @@ def prune_segment(rel: str, targets: frozenset[str]) -> tuple[SegmentName, bool]
         return _MEM, True
     if entry_problem(rel) is None and any(t.startswith(f"{rel}/") for t in targets):
         return _INSTR, True
+    # A per-agent skills directory ([N1]) and its parents (``.claude``), once emptied.
+    if entry_problem(rel) is None and any(d == rel or d.startswith(f"{rel}/")
+                                          for d in skill_dirs):
+        return _SKILLS, True
     return None
 
 
@@ -184,8 +199,11 @@ def _parent(rel: str) -> str:
 class _Planner:
     """Plans one active checkout whose root is a directory."""
 
-    def __init__(self, co: CleanCheckout, workspace: str, project: str | None) -> None:
+    def __init__(self, co: CleanCheckout, workspace: str, project: str | None,
+                 skill_dirs: frozenset[str] = frozenset()) -> None:
         self.co = co
+        self.targets = frozenset(rel for rel, _ in co.targets)
+        self.skill_dirs = skill_dirs
         self.workspace = workspace
         self.project = project
         self.ops: list[Operation] = []
@@ -231,9 +249,10 @@ class _Planner:
                 segment=segment))
 
     def tree(self, segment: SegmentName, root: str, obs: Observed,
-             entries: tuple[tuple[str, Observed], ...]) -> None:
-        """A segment root (``.agents/memory`` or ``.agents/skills``): its links, then its
-        directories deepest first, then itself."""
+             entries: tuple[tuple[str, Observed], ...], *, own: bool = True) -> None:
+        """A segment root (``.agents/memory``, ``.agents/skills`` or a per-agent skills
+        directory): its links, then its directories deepest first, then itself — a
+        directory not aikito's own (``own`` false) only when the clean emptied it."""
         if not obs.exists:
             return
         if obs.kind is not Kind.DIR:
@@ -260,7 +279,9 @@ class _Planner:
                 self.prune(segment, f"{root}/{rel}", by_rel[rel], kids)
             else:
                 self.foreign(f"{root}/{rel}", by_rel[rel])
-        self.prune(segment, root, obs, tuple(children.get("", ())))
+        top = tuple(children.get("", ()))
+        if own or top:
+            self.prune(segment, root, obs, top)
 
     def instructions(self) -> None:
         """The instruction targets (and the legacy link), then their emptied parents."""
@@ -272,8 +293,9 @@ class _Planner:
         for rel, obs, names in sorted(self.co.parents, key=lambda p: (-p[0].count("/"),
                                                                       p[0])):
             self.dirs[rel] = obs
-            if any(n.startswith(f"{rel}/") for n in self.removed):
-                self.prune(_INSTR, rel, obs, names)
+            allowed = prune_segment(rel, self.targets, self.skill_dirs)
+            if allowed is not None and any(n.startswith(f"{rel}/") for n in self.removed):
+                self.prune(allowed[0], rel, obs, names)
 
     def plan(self) -> None:
         co = self.co
@@ -284,6 +306,9 @@ class _Planner:
             self.dirs[AGENTS_DIR] = agents
             self.tree(_SKILLS, SKILLS_DIR, co.skills, co.skills_entries)
             self.tree(_MEM, MEMORY_DIR, co.memory, co.memory_entries)
+        for rel, obs, entries in co.agent_skills:
+            if rel in self.skill_dirs:
+                self.tree(_SKILLS, rel, obs, entries, own=False)
         self.instructions()
         if agents.kind is Kind.DIR:
             self.prune(_MEM, AGENTS_DIR, agents, tuple(n for n, _ in co.agents_entries))
@@ -300,8 +325,11 @@ def build_clean_plan(
     explicit_path: str | None = None,
     config_digest: str | None = None,
     findings: tuple[Finding, ...] = (),
+    skill_dirs: tuple[PlannedTarget, ...] = (),
 ) -> Plan:
-    """The clean plan of every checkout ([L3]): UNLINKs and prunes only.  Pure."""
+    """The clean plan of every checkout ([L3]): UNLINKs and prunes only — in the
+    per-agent skills directories ``skill_dirs`` too ([N1]).  Pure."""
+    dirs_of_skills = frozenset(d.rel for d in skill_dirs)
     keyed: list[tuple[tuple[int, int, str], Operation]] = []
     all_findings: list[Finding] = list(findings)
     planned: list[CheckoutPlan] = []
@@ -311,7 +339,7 @@ def build_clean_plan(
         state = (CheckoutState.INVALID if co.state is CheckoutState.ACTIVE
                  and co.root.kind is not Kind.DIR else co.state)
         if state is CheckoutState.ACTIVE:
-            p = _Planner(co, workspace, project)
+            p = _Planner(co, workspace, project, dirs_of_skills)
             p.plan()
             keyed.extend(((rank[op.segment], index, op.target), op) for op in p.ops)
             all_findings.extend(sorted(p.findings, key=lambda f: (f.path or "", f.code)))
@@ -347,5 +375,6 @@ def build_clean_plan(
         explicit_path=explicit_path,
         config_digest=config_digest,
         instruction_targets=targets,
+        skill_dirs=skill_dirs,
         kind=PlanKind.CLEAN,
     )

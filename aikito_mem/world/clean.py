@@ -78,10 +78,28 @@ def _target(checkout: str, rel: str, observer: Observer
     return _look(f"{checkout}/{rel}", observer, identity=False), parents
 
 
-def observe_checkout(slot: Slot, targets: tuple[str, ...], observer: Observer
-                     ) -> CleanCheckout:
+def _skill_dir(co: str, rel: str, observer: Observer,
+               parents: dict[str, tuple[Observed, tuple[str, ...]]]
+               ) -> tuple[str, Observed, tuple[tuple[str, Observed], ...]]:
+    """A per-agent skills directory ([N1]): what is there, its entries (one level), and
+    — when it holds a link — the directories on the way, into ``parents``."""
+    obs, on_the_way = _target(co, rel, observer)
+    if obs.kind is Kind.DIR:
+        obs = observer.identity(f"{co}/{rel}", obs)
+    entries = (observer.scan(f"{co}/{rel}", obs, recursive=False)
+               if obs.kind is Kind.DIR else ())
+    if any(e.kind is Kind.LINK for _, e in entries):
+        for prel, pobs in on_the_way:
+            if prel not in parents:
+                parents[prel] = (pobs, tuple(n for n, _ in observer.scan(
+                    f"{co}/{prel}", pobs, recursive=False)))
+    return rel, obs, entries
+
+
+def observe_checkout(slot: Slot, targets: tuple[str, ...], observer: Observer,
+                     skill_dirs: tuple[str, ...] = ()) -> CleanCheckout:
     """Observe one checkout candidate for a clean.  Offline and invalid ones cost
-    nothing more."""
+    nothing more.  ``skill_dirs``: the registry's per-agent skills directories."""
     base = CleanCheckout(slot.label, slot.path, slot.state, slot.reason, root=slot.root)
     if slot.state is not CheckoutState.ACTIVE:
         return base
@@ -121,6 +139,7 @@ def observe_checkout(slot: Slot, targets: tuple[str, ...], observer: Observer
                     names = tuple(n for n, _ in observer.scan(f"{co}/{prel}", pobs,
                                                               recursive=False))
                     parents[prel] = (pobs, names)
+        agent_skills = tuple(_skill_dir(co, rel, observer, parents) for rel in skill_dirs)
     except OSError as exc:
         return CleanCheckout(slot.label, co, CheckoutState.INVALID,
                              f"checkout {co} cannot be examined: {exc.strerror}",
@@ -129,4 +148,5 @@ def observe_checkout(slot: Slot, targets: tuple[str, ...], observer: Observer
         slot.label, co, CheckoutState.ACTIVE, None, root, agents, agents_entries, memory,
         memory_entries, skills, skills_entries, tuple(found),
         tuple((rel, obs, names) for rel, (obs, names) in sorted(parents.items())),
+        agent_skills,
     )
