@@ -71,9 +71,11 @@ def _blocked(checkout: str, view: AgentSkillsView, skills: tuple[Resource, ...]
 def plan_dir(
     checkout: str, view: AgentSkillsView, skills: tuple[Resource, ...], workspace: str,
     config_path: str, tracked: frozenset[str] = frozenset(),
+    moved_from: str | None = None,
 ) -> tuple[list[Operation], list[Finding], list[tuple[str, Observed]]]:
     """(operations, findings, directories relied on) of one agent directory of one active
-    checkout ([N1]); ``tracked``: the occupied targets git tracks ([L1])."""
+    checkout ([N1]); ``tracked``: the occupied targets git tracks ([L1]); ``moved_from``:
+    the workspace's old root, whose links are relinked here too ([L4])."""
     ops: list[Operation] = []
     findings: list[Finding] = []
     if not skills and not view.entries:
@@ -98,5 +100,5 @@ def plan_dir(
     else:
         table(ops, findings, checkout, base, view.entries, skills, workspace, config_path,
               rule=R_AGENT_SKILLS, whose=f"{_who(view.agents)}'s own, it seems",
-              tracked=tracked)
+              tracked=tracked, moved_from=moved_from)
     return ops, findings, dirs

@@ -146,7 +146,8 @@ def _agent_dirs(checkout: str, views: tuple[AgentSkillsView, ...],
     dirs: list[tuple[str, Observed]] = []
     for view in views:
         a_ops, a_findings, a_dirs = planner_agent_skills.plan_dir(
-            checkout, view, skills, plan.workspace, plan.config_path, tracked)
+            checkout, view, skills, plan.workspace, plan.config_path, tracked,
+            plan.moved_from)
         ops += a_ops
         findings += a_findings
         dirs += a_dirs
