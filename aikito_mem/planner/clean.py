@@ -314,6 +314,20 @@ class _Planner:
             self.prune(_MEM, AGENTS_DIR, agents, tuple(n for n, _ in co.agents_entries))
 
 
+def _skipped(co: CleanCheckout, state: CheckoutState) -> tuple[Operation, list[Finding]]:
+    """The SKIP of a checkout that is offline or not usable, and the warning of the
+    latter."""
+    word = "offline" if state is CheckoutState.OFFLINE else "not usable"
+    reason = co.reason or ("path does not exist" if state is CheckoutState.OFFLINE
+                           else f"{co.path} is not a directory")
+    skip = Operation(Action.SKIP, R_CLEAN, co.path, co.path, f"checkout {word}: {reason}",
+                     segment=_MEM)
+    if state is not CheckoutState.INVALID:
+        return skip, []
+    return skip, [Finding("clean.invalid_checkout", "warning",
+                          f"checkout {co.path} was not cleaned: {reason}", co.path)]
+
+
 def build_clean_plan(
     *,
     workspace: str,
@@ -345,16 +359,9 @@ def build_clean_plan(
             all_findings.extend(sorted(p.findings, key=lambda f: (f.path or "", f.code)))
             dirs = tuple(sorted(p.dirs.items()))
         else:
-            word = "offline" if state is CheckoutState.OFFLINE else "not usable"
-            reason = co.reason or ("path does not exist" if state is CheckoutState.OFFLINE
-                                   else f"{co.path} is not a directory")
-            keyed.append(((rank[_MEM], index, co.path), Operation(
-                Action.SKIP, R_CLEAN, co.path, co.path, f"checkout {word}: {reason}",
-                segment=_MEM)))
-            if state is CheckoutState.INVALID:
-                all_findings.append(Finding(
-                    "clean.invalid_checkout", "warning",
-                    f"checkout {co.path} was not cleaned: {reason}", co.path))
+            skip, finding = _skipped(co, state)
+            keyed.append(((rank[_MEM], index, co.path), skip))
+            all_findings.extend(finding)
         planned.append(CheckoutPlan(co.label, co.path, state, co.reason, dirs))
     # Stable: within one target an UNLINK of a link comes as planned.
     ordered = [op for _, op in sorted(keyed, key=lambda pair: pair[0])]
