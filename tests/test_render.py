@@ -748,3 +748,33 @@ def test_a_terminal_that_is_not_utf8_gets_every_line(ws: WS, encoding: str) -> N
     blocked = cli_process(ws, "sync", "project", "demo", "--dry-run", encoding=encoding)
     assert blocked.returncode == 1 and b"Traceback" not in blocked.stderr
     assert blocked.stderr.decode(encoding).startswith("aikito: ")
+
+
+@pytest.mark.parametrize("color", [False, True])
+def test_a_doctor_row_fits_the_width_on_its_first_line_too(color: bool) -> None:
+    """[U2]: a check's status word, id and message wrap as one line — the first line
+    within the width as well as the rest — and only the status word is coloured."""
+    import click
+
+    from aikito_mem.commands.doctor.report import Check, DoctorReport
+    from aikito_mem.model import Severity
+    from aikito_mem.render.doctor import text_report
+    from aikito_mem.render.text import Display
+
+    message = ("checkout 1 (/tmp/some/where/deep/code/api): git does not ignore "
+               ".agents/memory/ and .agents/skills/ — aikito's links there show up in git "
+               "status and can be committed")
+    report = DoctorReport(workspace="/ws", workspace_source="option", strict=False,
+                          checks=(Check("git.ignore", Severity.WARNING, message,
+                                        remedy="aikito doctor --fix"),))
+    lines = "\n".join(text_report(report, Display(color=color, width=100))).splitlines()
+    plain = [click.unstyle(line) for line in lines]
+    assert all(len(line) <= 100 for line in plain), plain
+    row = next(i for i, line in enumerate(plain) if line.startswith("warning"))
+    assert plain[row].startswith("warning  git.ignore        checkout 1 (")
+    assert plain[row + 1].startswith("    ")  # the hanging indent
+    remedy = next(i for i, line in enumerate(plain) if "remedy:" in line)
+    assert " ".join(plain[row:remedy]).split() == ["warning", "git.ignore", *message.split()]
+    if color:
+        assert lines[row].startswith(click.style("warning ", fg="yellow"))
+        assert "\x1b" not in lines[row][len(click.style("warning ", fg="yellow")):]

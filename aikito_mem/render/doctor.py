@@ -55,8 +55,14 @@ _FIX_WORD = {"applied": ("fixed", "green"), "planned": ("to fix", "cyan"),
 
 def _row(word: str, check_id: str, message: str, display: Display, fg: str | None,
          bold: bool = False) -> str:
-    head = display.line(f"{word:<8}", fg, bold=bold)
-    return f"{head} {display.line(f'{check_id:<17} {message}')}"
+    # Wrapped as one line, so the first line fits the width too ([U2]); only the status
+    # word is coloured.
+    text = display.line(f"{word:<8} {check_id:<17} {message}")
+    if not display.color or (fg is None and not bold):
+        return text
+    import click
+
+    return click.style(text[:8], fg=fg, bold=bold or None) + text[8:]
 
 
 def _summary(report: DoctorReport) -> str:
