@@ -95,15 +95,7 @@ def verify(plan: Plan, locks: Locks, *, environ: Mapping[str, str] | None = None
             + " (the notes source changes)"
         )
     diffs.extend(_source_differences(plan))
-    by_checkout = operations_by_checkout(plan)
-    for co in plan.checkouts:
-        if co.state is not CheckoutState.ACTIVE:
-            continue
-        fd = locks.fds.get(co.path)
-        if fd is None:
-            diffs.append(f"checkout {co.path} can no longer be opened")
-            continue
-        diffs.extend(_verify_checkout(co, fd, by_checkout.get(co.path, ())))
+    diffs.extend(_checkout_differences(plan, locks))
     return diffs
 
 
@@ -191,6 +183,14 @@ def _verify_clean(plan: Plan, locks: Locks) -> list[str]:
         if live != planned:
             diffs.append("instruction targets of the agent registry changed "
                          f"(now {list(live) or 'none'}, were {list(planned) or 'none'})")
+    diffs.extend(_checkout_differences(plan, locks))
+    return diffs
+
+
+def _checkout_differences(plan: Plan, locks: Locks) -> list[str]:
+    """Every active checkout of ``plan`` re-checked through its locked descriptor: a sync's
+    and a clean's verification alike ([E2])."""
+    diffs: list[str] = []
     by_checkout = operations_by_checkout(plan)
     for co in plan.checkouts:
         if co.state is not CheckoutState.ACTIVE:
