@@ -35,7 +35,8 @@ class AdoptView:
         if self.as_json:
             return Output(report.exit_code, document=json_document(report))
         shown = display()
-        lines = tuple(shown.line(line) for line in text_lines(report))
+        lines = tuple(shown.line(line) for line in text_lines(
+            report, cwd=shown.cwd, home=shown.home, program=shown.program))
         error = report.error
         errors = message_lines(error.message, shown) if error is not None else ()
         return Output(report.exit_code, lines=lines, errors=errors)
@@ -55,6 +56,7 @@ ADOPT_EPILOG = """\b
 Examples:
   aikito adopt ~/code/demo/.agents/memory/style.md --dry-run
   aikito adopt ~/code/demo/.agents/memory/style.md
+  aikito adopt ~/code/demo/.claude/skills/review
 """
 
 
@@ -72,9 +74,11 @@ def adopt_cmd(ctx: click.Context, target: str, project: str | None, dry_run: boo
 
     TARGET is a file or directory at
     <checkout>/.agents/memory/REL (to memory/REL, listed in memory), a directory at
-    <checkout>/.agents/skills/NAME (to skills/NAME, listed in skills), or a file at an
-    instruction target such as AGENTS.md while the project's AGENTS.md is absent or empty
-    (to projects/NAME/AGENTS.md; every instruction target of the checkout linked).  An
+    <checkout>/.agents/skills/NAME or in an agent's project_skills_path such as
+    <checkout>/.claude/skills/NAME (to skills/NAME, listed in skills; linked back there
+    only, the next `aikito sync project` links the rest), or a file at an instruction
+    target such as AGENTS.md while the project's AGENTS.md is absent or empty (to
+    projects/NAME/AGENTS.md; every instruction target of the checkout linked).  An
     identical copy is replaced by the link.
 
     Exit 0 adopted (or a clean dry run; other conflicts of the checkout are listed, never

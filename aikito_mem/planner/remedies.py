@@ -1,5 +1,6 @@
-"""The words of the memory planner's remedies ([U2]): shell-quoted paths a user can paste,
-and the remedies for a mount point or a file where a link is wanted.  Pure."""
+"""The words of the planners' remedies ([U2]): shell-quoted paths a user can paste,
+and the remedies for a mount point or a file or directory where a link is wanted (naming
+``aikito adopt`` wherever adopting resolves the conflict, [P3] [L5]).  Pure."""
 
 from __future__ import annotations
 
@@ -32,6 +33,20 @@ def adopt_remedy(target: str, res: Resource, obs: Observed, config_path: str) ->
                 f"it out of the way, or remove {res.name!r} from memory in {config_path}")
     return (f"move {target} out of the way (aikito never overwrites it), or remove "
             f"{res.name!r} from memory in {config_path}")
+
+
+def skill_dir_remedy(target: str, res: Resource, config_path: str) -> str:
+    """[L5] [N1]: the remedy for a real directory, git does not track, at a skill's target
+    — ``.agents/skills/NAME`` or an agent's own skills directory (``.claude/skills/NAME``):
+    ``aikito adopt`` resolves it (the content moves to ``<ws>/skills/NAME``, or an
+    identical copy is replaced by the link) wherever the source is missing or safe."""
+    if res.missing:
+        return (f"aikito adopt {quote(target)} (moves it to {res.source} and links it "
+                f"back), or create the directory {res.source} yourself, or remove "
+                f"{res.name!r} from skills in {config_path}")
+    return (f"aikito adopt {quote(target)} (replaces it with the link when it is an "
+            f"identical copy of {res.source}; shows the differences otherwise), or move it "
+            f"out of the way, or remove {res.name!r} from skills in {config_path}")
 
 
 def foreign_finding(target: str, obs: Observed) -> Finding:

@@ -23,6 +23,7 @@ from aikito_mem.model import (
 )
 from aikito_mem.planner.memory import owns
 from aikito_mem.planner.moved import R_MOVED, moved_literal, relink_base
+from aikito_mem.planner.remedies import skill_dir_remedy
 from aikito_mem.views import SkillsView
 
 R_SKILL = "G2"
@@ -87,8 +88,9 @@ def _stale(checkout: str, base: str, name: str, obs: Observed, workspace: str,
 
 def _target(checkout: str, base: str, res: Resource, obs: Observed, workspace: str,
             config_path: str, *, rule: str = R_SKILL, created: str = "target missing",
-            moved_from: str | None = None) -> Operation:
-    """[G2]'s table at ``<base>/<name>`` of a selected skill."""
+            moved_from: str | None = None, tracked: bool = False) -> Operation:
+    """[G2]'s table at ``<base>/<name>`` of a selected skill (``tracked``: git tracks what
+    is there, [L1] — a remedy then never names adopt)."""
     target = f"{base}/{res.name}"
 
     def op(action: Action, reason: str, remedy: str | None = None) -> Operation:
@@ -97,6 +99,9 @@ def _target(checkout: str, base: str, res: Resource, obs: Observed, workspace: s
 
     if res.problem is not None:
         return op(Action.CONFLICT, res.problem,
+                  # [L5]: the content is here, not in the workspace: adopt moves it there.
+                  skill_dir_remedy(target, res, config_path)
+                  if res.missing and obs.kind is Kind.DIR and not tracked else
                   f"create the directory {res.source}, or remove {res.name!r} from skills "
                   f"in {config_path}" if res.missing else
                   f"make {res.source} a real directory inside {skills_root(workspace)}, or "
@@ -113,11 +118,8 @@ def _target(checkout: str, base: str, res: Resource, obs: Observed, workspace: s
     return op(Action.CONFLICT, f"found {obs.describe()}; expected a symlink to {res.source!r}",
               f"remove the link {target} if you no longer need it (aikito never "
               "replaces links it does not own)" if obs.kind is Kind.LINK else
-              # [L5]: adopt resolves it.
-              f"aikito adopt {target} (replaces it with the link when it is an identical "
-              f"copy of {res.source}; shows the differences otherwise), or move it out of "
-              f"the way, or remove {res.name!r} from skills in {config_path}"
-              if obs.kind is Kind.DIR else
+              # [L5]: adopt resolves it, in every skills directory ([N1]).
+              skill_dir_remedy(target, res, config_path) if obs.kind is Kind.DIR else
               f"move {target} out of the way (aikito never overwrites it), or remove "
               f"{res.name!r} from skills in {config_path}")
 
@@ -192,4 +194,5 @@ def table(
             findings.append(tracked_finding(target, obs, f"skill {res.name}"))
             continue
         ops.append(_target(checkout, base, res, obs, workspace, config_path, rule=rule,
-                           created=created, moved_from=moved_from))
+                           created=created, moved_from=moved_from,
+                           tracked=target in tracked))

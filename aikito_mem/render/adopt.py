@@ -6,9 +6,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from aikito_mem.commands.adopt.plan import CONTRACT_VERSION, SCHEMA, AdoptReport, Method, Step
+from aikito_mem.commands.adopt.plan import (
+    CONTRACT_VERSION,
+    SCHEMA,
+    Adoption,
+    AdoptReport,
+    Method,
+    Step,
+)
 from aikito_mem.errors import AdoptRefused
 from aikito_mem.model import Operation, SegmentName
+from aikito_mem.render.paths import Paths
 
 _HOW = {Method.RENAME: "rename", Method.COPY: "copy across filesystems, verify, remove",
         Method.REPLACE: "already there, identical: remove TARGET"}
@@ -19,6 +27,25 @@ def _conflict(op: Operation) -> dict[str, Any]:
     if op.remedy is not None:
         doc["remedy"] = op.remedy
     return doc
+
+
+def next_command(a: Adoption, program: str = "aikito") -> str:
+    """[L5] [N1]: the command that links the rest of an adopted skill — the sync of its
+    project (with ``--workspace`` when the workspace was named so, to reach the same one),
+    one shell word per argument so that it can be pasted."""
+    from shlex import quote
+
+    option = f"--workspace {quote(a.workspace)} " if a.found_via == "option" else ""
+    return f"{program} {option}sync project {quote(a.project)}"
+
+
+def _rest(report: AdoptReport) -> Adoption | None:
+    """The adoption whose skill has other targets to link, when the report names them:
+    a dry run that would adopt, or an adoption done."""
+    a = report.adoption
+    if a is None or not a.rest or report.error is not None:
+        return None
+    return a
 
 
 def json_document(report: AdoptReport) -> dict[str, Any]:
@@ -60,12 +87,18 @@ def json_document(report: AdoptReport) -> dict[str, Any]:
                         for d in (refused.differences if refused else ())],
         "diff": refused.diff if refused else None,
         "sync": sync,
+        # [N1]: what adopt leaves to the next sync (the skill's other targets here).
+        "next": ({"command": next_command(rest), "targets": [op.target for op in rest.rest]}
+                 if (rest := _rest(report)) is not None else None),
         "error": err,
     }
 
 
-def text_lines(report: AdoptReport) -> list[str]:
-    """Human lines for the report (the error message itself goes to stderr)."""
+def text_lines(report: AdoptReport, *, cwd: str | None = None, home: str | None = None,
+               program: str = "aikito") -> list[str]:
+    """Human lines for the report (the error message itself goes to stderr); ``cwd``,
+    ``home`` and ``program``: where and as what the command runs, for the command the
+    report names ([U2])."""
     lines: list[str] = []
     refused = report.error if isinstance(report.error, AdoptRefused) else None
     if refused is not None and refused.differences:
@@ -90,6 +123,7 @@ def text_lines(report: AdoptReport) -> list[str]:
     lines.append(f"  link: {a.target} -> {a.destination} [{steps[Step.LINK].status.value}]")
     lines.extend(f"  link: {op.target} -> {a.destination} (another instruction target) "
                  f"[{steps[Step.LINK].status.value}]" for op in a.links)
+    lines.extend(_rest_lines(report, cwd, home, program))
     if report.conflicts:
         n = len(report.conflicts)
         lines.append(f"note: the checkout has {n} other conflict{'s' * (n != 1)}, left for "
@@ -102,3 +136,19 @@ def text_lines(report: AdoptReport) -> list[str]:
     elif report.content_at:
         lines.append(f"the content is at {report.content_at}")
     return lines
+
+
+def _rest_lines(report: AdoptReport, cwd: str | None, home: str | None,
+                program: str) -> list[str]:
+    """[N1]: adopt links back only what it took; the skill's other targets in the
+    checkout (relative to it) are the next sync's, whose command is printed alone on its
+    line, to be pasted where adopt ran ([U2])."""
+    a = _rest(report)
+    if a is None:
+        return []
+    paths = Paths(a.workspace, a.checkout, cwd=cwd, home=home)
+    blocked = any(op.segment is SegmentName.SKILLS for op in report.conflicts)
+    when = " once the other conflicts (below) are resolved" if blocked else ""
+    return [f"  not linked by adopt: {', '.join(paths.target(op) for op in a.rest)} (the "
+            f"skill's other targets here); the next sync links them{when}:",
+            f"    {paths.text(next_command(a, program))}"]

@@ -31,7 +31,9 @@ def describe(st: os.stat_result | None) -> str:
 
 #: What adopt takes ([L5]), for messages.
 TAKES = (f"a file or directory at <checkout>/{MEMORY_DIR}/REL, a directory at "
-         f"<checkout>/{SKILLS_DIR}/NAME, or a file at an instruction target (AGENTS.md, …)")
+         f"<checkout>/{SKILLS_DIR}/NAME or in an agent's project_skills_path "
+         "(<checkout>/.claude/skills/NAME, …), or a file at an instruction target "
+         "(AGENTS.md, …)")
 
 
 def checkout_dirs(checkout: str, rel: str) -> None:

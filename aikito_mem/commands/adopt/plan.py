@@ -82,7 +82,7 @@ def _find_checkout(physical: str, ws_root: str, only: str | None,
         raise AdoptRefused(
             f"{physical} is in a checkout registered for several projects: {listing} — "
             "choose one with --project NAME", code="ambiguous_project", path=physical)
-    if f"/{MEMORY_DIR}/" not in physical and f"/{SKILLS_DIR}/" not in physical:
+    if not _runtime_place(physical, ws_root):
         raise AdoptRefused(
             f"{physical} is not inside an active checkout; adopt only takes {TAKES}",
             code="outside", path=physical)
@@ -93,6 +93,22 @@ def _find_checkout(physical: str, ws_root: str, only: str | None,
         f"{physical} is not in an active checkout registered for {scope} "
         f"of workspace {ws_root}{skipped} — register the checkout first "
         "(aikito sync project NAME PATH)", code="not_registered", path=physical)
+
+
+def _runtime_place(physical: str, ws_root: str) -> bool:
+    """Whether ``physical`` is below a place adopt takes from (``.agents/memory``,
+    ``.agents/skills``, an agent's ``project_skills_path``, [N1]) — what tells "not
+    registered" from "not a place adopt takes" outside every checkout."""
+    if f"/{MEMORY_DIR}/" in physical or f"/{SKILLS_DIR}/" in physical:
+        return True
+    from aikito_mem.config.registry import load_registry
+    from aikito_mem.errors import ConfigError
+
+    try:
+        dirs = load_registry(ws_root).skill_dirs
+    except ConfigError:  # a broken registry is a sync's error, not this message's
+        return False
+    return any(f"/{d.path}/" in physical for d in dirs)
 
 
 def _target(given: str) -> tuple[os.stat_result, EntryType]:
@@ -215,4 +231,4 @@ def validate(target: str, workspace: str | None = None, *, project: str | None =
         identity=(st.st_dev, st.st_ino, generation(physical)),
         config_path=config.config_path, config_bytes=data, new_config=new,
         missing_dirs=tuple(missing), method=method, link=link, conflicts=conflicts,
-        entries=entries)
+        entries=entries, found_via=ws.found_via)

@@ -1,8 +1,12 @@
 """[L5] adopt for every segment: besides a memory entry, ``aikito adopt TARGET`` takes
 
-- a real directory at ``<checkout>/.agents/skills/NAME``: moved to ``<ws>/skills/NAME``,
-  ``NAME`` added to ``skills`` in ``agent.toml`` (the one compare-and-swap edit), linked
-  back;
+- a real directory at ``<checkout>/.agents/skills/NAME``, or at
+  ``<checkout>/<project_skills_path>/NAME`` of a registry agent ([N1]: an agent's own
+  skills directory, such as ``.claude/skills``): moved to ``<ws>/skills/NAME``, ``NAME``
+  added to ``skills`` in ``agent.toml`` (the one compare-and-swap edit), linked back at
+  the place it came from — and only there: the skill's other targets of the checkout
+  (``.agents/skills/NAME``, the other agents' directories) are the next sync's, which
+  the report names (:attr:`Adoption.rest`);
 - a regular file at an instruction target of the registry (``AGENTS.md``,
   ``.claude/CLAUDE.md``, …) while ``<ws>/projects/<p>/AGENTS.md`` is absent or empty:
   moved there (over the empty file, re-checked just before it is removed), and every
@@ -52,7 +56,7 @@ from aikito_mem.world.observe import Observer, generation
 
 if TYPE_CHECKING:
     from aikito_mem.config.discovery import Workspace
-    from aikito_mem.config.registry import InstructionTarget
+    from aikito_mem.config.registry import InstructionTarget, Registry
 
 
 @attrs.frozen
@@ -76,14 +80,25 @@ def validate(found: Found, environ: Mapping[str, str] | None) -> Adoption:
     from aikito_mem.config.registry import load_registry
 
     rel = found.rel
-    prefix = f"{layout.SKILLS_DIR}/"
-    if rel.startswith(prefix) and "/" not in rel[len(prefix):]:
-        return _skill(found, rel[len(prefix):], environ)
-    targets = {t.path: t for t in load_registry(found.ws.root).targets}
+    registry = load_registry(found.ws.root)
+    # [N1]: ``.agents/skills`` and every agent's own skills directory, alike.
+    for where in (layout.SKILLS_DIR, *(d.path for d in registry.skill_dirs)):
+        if rel.startswith(f"{where}/") and "/" not in rel[len(where) + 1:]:
+            return _skill(found, where, rel[len(where) + 1:], registry, environ)
+    targets = {t.path: t for t in registry.targets}
     if rel in targets:
         return _instruction(found, targets[rel], environ)
-    raise AdoptRefused(f"{found.physical} is not a place adopt takes: it takes {TAKES}",
-                       code="outside", path=found.physical)
+    raise AdoptRefused(f"{found.physical} is not a place adopt takes: it takes {TAKES}; "
+                       f"{skill_dirs_text(registry)}", code="outside", path=found.physical)
+
+
+def skill_dirs_text(registry: Registry) -> str:
+    """The per-agent skills directories of the registry, for a refusal's message."""
+    if not registry.skill_dirs:
+        return ("no agent of this workspace's registry names a project_skills_path "
+                f"other than {layout.SKILLS_DIR}")
+    listing = ", ".join(f"{d.path} ({', '.join(d.agents)})" for d in registry.skill_dirs)
+    return f"the agents' own skills directories here: {listing}"
 
 
 def _home(environ: Mapping[str, str] | None) -> str:
@@ -109,7 +124,10 @@ def refuse_tracked(checkout: str, rel: str, physical: str) -> None:
 # --------------------------------------------------------------------------- skills
 
 
-def _skill(found: Found, name: str, environ: Mapping[str, str] | None) -> Adoption:
+def _skill(found: Found, where: str, name: str, registry: Registry,
+           environ: Mapping[str, str] | None) -> Adoption:
+    """A skill directory at ``<checkout>/<where>/NAME`` (``where``: ``.agents/skills`` or
+    an agent's ``project_skills_path``)."""
     from aikito_mem.config.names import component_problem
 
     physical, config = found.physical, found.config
@@ -133,16 +151,27 @@ def _skill(found: Found, name: str, environ: Mapping[str, str] | None) -> Adopti
     new, after = ((None, config) if known else
                   edited_config(config, data, name, home, SegmentName.SKILLS))
     method, entries = destination_method(physical, destination, found.kind, found.st, missing)
-    link, conflicts = _predict_skill(found, after, name, tuple(missing))
-    return _adoption(found, name, destination, data, new, missing, method, link, conflicts,
-                     entries, SegmentName.SKILLS)
+    ops = _predict_skill(found, after, where, name, tuple(missing), registry, environ)
+    link, conflicts = _own(ops, found.physical)
+    # [N1]: adopt links back exactly what it took; the skill's other targets here are
+    # the next sync's (reported, with the command that links them).
+    rest = tuple(op for op in ops if op.action is Action.CREATE and op.resource == name
+                 and op is not link)
+    return attrs.evolve(
+        _adoption(found, name, destination, data, new, missing, method, link, conflicts,
+                  entries, SegmentName.SKILLS), rest=rest)
 
 
-def _predict_skill(found: Found, config: ProjectConfig, name: str, missing: tuple[str, ...]
-                   ) -> tuple[Operation, tuple[Operation, ...]]:
-    """The skills planner on the world after the move: TARGET's CREATE, other conflicts."""
+def _predict_skill(found: Found, config: ProjectConfig, where: str, name: str,
+                   missing: tuple[str, ...], registry: Registry,
+                   environ: Mapping[str, str] | None) -> list[Operation]:
+    """The skills planners on the world after the move (the content at
+    ``<ws>/skills/NAME``, nothing at TARGET): every operation of the checkout's skills
+    segment, ``.agents/skills`` and each agent's own directory ([N1])."""
+    from aikito_mem.planner import agent_skills as planner_agent_skills
     from aikito_mem.planner import skills as planner_skills
-    from aikito_mem.world.segments import resolve_skills, skills_view
+    from aikito_mem.world.agent_skills import agent_skills_views
+    from aikito_mem.world.segments import Detection, resolve_skills, skills_view
 
     ws, checkout = found.ws.root, found.checkout
     present = {d: Observed(Kind.DIR) for d in missing}
@@ -151,10 +180,26 @@ def _predict_skill(found: Found, config: ProjectConfig, name: str, missing: tupl
     observer = Observer()
     agents = observer.lstat(f"{checkout}/{layout.AGENTS_DIR}")
     view = skills_view(checkout, agents, observer)
-    view = attrs.evolve(view, entries=tuple((n, o) for n, o in view.entries if n != name))
+    if where == layout.SKILLS_DIR:
+        view = attrs.evolve(view, entries=_without(view.entries, name))
     ops, _findings, _dirs = planner_skills.plan_checkout(checkout, agents, view, resources,
                                                          ws, config.config_path)
-    return _own(ops, found.physical)
+    detect = Detection(registry, environ if environ is not None else os.environ,
+                       _home(environ) or None)
+    for aview in agent_skills_views(checkout, registry.skill_dirs, bool(config.skills),
+                                    detect, observer):
+        if aview.rel == where:
+            aview = attrs.evolve(aview, entries=_without(aview.entries, name))
+        a_ops, _findings, _dirs = planner_agent_skills.plan_dir(
+            checkout, aview, resources, ws, config.config_path)
+        ops += a_ops
+    return ops
+
+
+def _without(entries: tuple[tuple[str, Observed], ...], name: str
+             ) -> tuple[tuple[str, Observed], ...]:
+    """A directory's entries once ``name`` has moved away."""
+    return tuple((n, o) for n, o in entries if n != name)
 
 
 def _own(ops: list[Operation], target: str) -> tuple[Operation, tuple[Operation, ...]]:
@@ -250,7 +295,7 @@ def _adoption(found: Found, ref: str, destination: str, data: bytes, new: bytes 
         identity=(found.st.st_dev, found.st.st_ino, generation(found.physical)),
         config_path=found.config.config_path, config_bytes=data, new_config=new,
         missing_dirs=tuple(missing), method=method, link=link, conflicts=conflicts,
-        entries=entries, segment=segment)
+        entries=entries, segment=segment, found_via=found.ws.found_via)
 
 
 def recheck_empty(a: Adoption) -> None:

@@ -100,6 +100,13 @@ class Adoption:
     #: [L5] instructions: the empty ``AGENTS.md`` the content moves over, as validated
     #: (``st_dev``, ``st_ino``, size, ``mtime_ns``); re-checked before it is removed.
     empty_destination: tuple[int, int, int, int] | None = None
+    #: [L5] [N1] skills: the other targets of the skill in this checkout the engine would
+    #: link once it is adopted (``.agents/skills/NAME``, each agent's own directory) —
+    #: never linked by adopt, which links back exactly what it took: the next sync does.
+    rest: tuple[Operation, ...] = ()
+    #: How the workspace was found (``option``: ``--workspace``, which a command the
+    #: report names needs too).
+    found_via: str = "default"
 
 
 @attrs.frozen
