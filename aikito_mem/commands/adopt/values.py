@@ -12,7 +12,7 @@ from aikito_mem.errors import AikitoError
 from aikito_mem.model import Operation, SegmentName, SyncResult
 
 SCHEMA = "aikito.adopt/1"
-CONTRACT_VERSION = 2
+CONTRACT_VERSION = 3
 
 
 class EntryType(enum.Enum):
