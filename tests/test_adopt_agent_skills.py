@@ -503,6 +503,33 @@ def test_a_signal_during_the_link_finishes_it_and_reports(
     assert os.readlink(target) == f"{ws.root}/skills/review"
 
 
+def test_a_link_failure_restores_the_list_and_moves_the_skill_back(
+    world: tuple[WS, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine no longer plans TARGET's CREATE when adopt links: ``review`` leaves the
+    skills list again and the directory goes back to ``.claude/skills``, whole."""
+    ws, co = world
+    target = make_skill(co)
+    kept = {p: p.read_bytes() for p in target.rglob("*") if p.is_file()}
+    cfg = Path(ws.config_path("demo")).read_bytes()
+    real = Project.plan
+
+    def drifted(self: Project, *a: Any, **kw: Any) -> Any:
+        plan = real(self, *a, **kw)
+        ops = tuple(op.__class__(Action.CONFLICT, op.rule, op.checkout, op.target, "drift")
+                    if op.target == str(target) else op for op in plan.operations)
+        return plan.evolve(operations=ops)
+
+    monkeypatch.setattr(Project, "plan", drifted)
+    rc, doc = adopt_json(ws, target)
+    assert rc == 3 and doc["outcome"] == "stale", doc
+    assert [s["status"] for s in doc["steps"]] == ["undone", "undone", "failed"]
+    assert Path(ws.config_path("demo")).read_bytes() == cfg
+    assert {p: p.read_bytes() for p in target.rglob("*") if p.is_file()} == kept
+    assert not os.path.lexists(f"{ws.root}/skills/review")
+    assert doc["next"] is None
+
+
 # --------------------------------------------------------------------------- remedies
 
 
