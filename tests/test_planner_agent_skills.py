@@ -97,6 +97,9 @@ def test_the_agents_own_entries_are_preserved_with_a_finding(entry):
     assert [(f.code, f.severity, f.path) for f in findings] == [
         ("skills.foreign_entry", "warning", f"{BASE}/mine")]
     assert "claude-code's own" in findings[0].message
+    # [L1]: an agent's own skill is often committed; no hint ever says to remove it.
+    assert findings[0].message.endswith("it is left untouched")
+    assert "remove" not in findings[0].message
 
 
 def test_missing_directory_and_agent_detected_creates():

@@ -78,11 +78,13 @@ def _stale(checkout: str, base: str, name: str, obs: Observed, workspace: str,
                        if stands_for is None else "the leftover of an interrupted relink",
                        resource=name, source=source, observed=obs, rule=rule))
         return
+    # No remedy: an agent's own skill (often committed to git, which is not asked about
+    # entries that are no target) is the user's; [L1] — never a hint to delete it.
     made = f" ({whose})" if whose else ""
     findings.append(Finding(
         "skills.foreign_entry", "warning",
         f"preserved {target}: {obs.describe()} that aikito did not create{made}; it is "
-        "left untouched (remove it yourself if it is not needed)", target,
+        "left untouched", target,
     ))
 
 
