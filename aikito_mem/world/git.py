@@ -90,24 +90,24 @@ def run(args: Sequence[str], cwd: str, *, stdin: bytes | None = None
     missing, cannot start or is too slow."""
     question = _question(args)
     argv = ["git", "-c", "core.fsmonitor=false", "-C", cwd, *args]
+    null: int | None = None
     try:
-        if stdin is not None:  # doctor's check-ignore: a pipe
-            return subprocess.run(argv, input=stdin, capture_output=True, env=_env(),
-                                  timeout=GIT_TIMEOUT, check=False)
-        # ``/dev/null`` opened read-only (``subprocess.DEVNULL`` opens it for writing
-        # too): a sync's question opens nothing for writing ([E7]).
-        null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            return subprocess.run(argv, stdin=null, capture_output=True, env=_env(),
-                                  timeout=GIT_TIMEOUT, check=False)
-        finally:
-            os.close(null)
+        if stdin is None:
+            # ``/dev/null`` opened read-only (``subprocess.DEVNULL`` opens it for writing
+            # too): a sync's question opens nothing for writing ([E7]).  Else a pipe
+            # (doctor's check-ignore).
+            null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        return subprocess.run(argv, stdin=null, input=stdin, capture_output=True,
+                              env=_env(), timeout=GIT_TIMEOUT, check=False)
     except FileNotFoundError:
         return Unavailable("git is not installed")
     except subprocess.TimeoutExpired:
         return Unavailable(f"git did not answer within {GIT_TIMEOUT:g} s (git {question})")
     except (OSError, ValueError) as exc:  # not executable, a NUL in a path…
         return Unavailable(f"git {question} could not be run ({exc})")
+    finally:
+        if null is not None:
+            os.close(null)
 
 
 def _question(args: Sequence[str]) -> str:
@@ -133,17 +133,27 @@ def _outside(proc: subprocess.CompletedProcess[bytes]) -> bool:
     return proc.returncode == 128 and any(words in err for words in _OUTSIDE)
 
 
-def work_tree(path: str) -> WorkTree | _Outside | Unavailable:
-    """Whether ``path`` is inside a git work tree, and where its top level is."""
-    args = ["rev-parse", "--is-inside-work-tree", "--show-toplevel", "--show-prefix"]
-    proc = run(args, path)
+def _ask(args: Sequence[str], path: str, *, stdin: bytes | None = None,
+         ok: tuple[int, ...] = (0,)) -> bytes | _Outside | Unavailable:
+    """What one question prints on its standard output when it exits with a status in
+    ``ok``; :data:`NOT_A_WORK_TREE` outside a work tree; else :class:`Unavailable`."""
+    proc = run(args, path, stdin=stdin)
     if isinstance(proc, Unavailable):
         return proc
     if _outside(proc):
         return NOT_A_WORK_TREE
-    if proc.returncode != 0:
+    if proc.returncode not in ok:
         return _failed(args, proc)
-    lines = [*_decode(proc.stdout).split("\n"), "", ""]
+    return proc.stdout
+
+
+def work_tree(path: str) -> WorkTree | _Outside | Unavailable:
+    """Whether ``path`` is inside a git work tree, and where its top level is."""
+    args = ["rev-parse", "--is-inside-work-tree", "--show-toplevel", "--show-prefix"]
+    printed = _ask(args, path)
+    if not isinstance(printed, bytes):
+        return printed
+    lines = [*_decode(printed).split("\n"), "", ""]
     if lines[0] != "true":
         return NOT_A_WORK_TREE  # inside a .git directory or a bare repository
     return WorkTree(lines[1] or path, lines[2])
@@ -159,14 +169,10 @@ def tracked(path: str, rels: Iterable[str]) -> frozenset[str] | _Outside | Unava
     # A file named ``*`` or ``:x`` is that file: literal pathspecs (``ls-files`` only;
     # ``check-ignore`` refuses the magic).
     args = ["--literal-pathspecs", *args]
-    proc = run(args, path)
-    if isinstance(proc, Unavailable):
-        return proc
-    if _outside(proc):
-        return NOT_A_WORK_TREE
-    if proc.returncode != 0:
-        return _failed(args, proc)
-    listed = [_decode(raw) for raw in proc.stdout.split(b"\0") if raw]
+    printed = _ask(args, path)
+    if not isinstance(printed, bytes):
+        return printed
+    listed = [_decode(raw) for raw in printed.split(b"\0") if raw]
     return frozenset(rel for rel in asked if _covers(rel, listed))
 
 
@@ -183,16 +189,13 @@ def ignored(path: str, rels: Iterable[str]) -> dict[str, str] | _Outside | Unava
     if not asked:
         return {}
     args = ["check-ignore", "-v", "-z", "--stdin"]
-    proc = run(args, path, stdin=b"".join(os.fsencode(rel) + b"\0" for rel in asked))
-    if isinstance(proc, Unavailable):
-        return proc
-    if _outside(proc):
-        return NOT_A_WORK_TREE
-    if proc.returncode not in (0, 1):  # 1: none of them is ignored
-        return _failed(args, proc)
+    names = b"".join(os.fsencode(rel) + b"\0" for rel in asked)
+    printed = _ask(args, path, stdin=names, ok=(0, 1))  # 1: none of them is ignored
+    if not isinstance(printed, bytes):
+        return printed
     # Records of four fields: source, line number, pattern, path.  A path matched by a
     # negated pattern (``!x``) is listed too, and is not ignored.
-    fields = [_decode(raw) for raw in proc.stdout.split(b"\0")]
+    fields = [_decode(raw) for raw in printed.split(b"\0")]
     out: dict[str, str] = {}
     for i in range(0, len(fields) - 3, 4):
         _source, _line, pattern, name = fields[i:i + 4]
@@ -206,14 +209,10 @@ def git_path(path: str, name: str) -> str | _Outside | Unavailable:
     (``git rev-parse --git-path NAME``: the common directory's ``info/exclude`` in a
     linked worktree, ``core.hooksPath`` for ``hooks``, a ``--separate-git-dir``)."""
     args = ["rev-parse", "--git-path", name]
-    proc = run(args, path)
-    if isinstance(proc, Unavailable):
-        return proc
-    if _outside(proc):
-        return NOT_A_WORK_TREE
-    if proc.returncode != 0:
-        return _failed(args, proc)
-    out = _decode(proc.stdout).removesuffix("\n")
+    printed = _ask(args, path)
+    if not isinstance(printed, bytes):
+        return printed
+    out = _decode(printed).removesuffix("\n")
     if not out or "\n" in out:
         return Unavailable(f"git rev-parse --git-path {name} printed no single path")
     return os.path.normpath(os.path.join(path, out))
@@ -223,14 +222,10 @@ def worktrees(path: str) -> tuple[Worktree, ...] | _Outside | Unavailable:
     """Every worktree of ``path``'s repository (``git worktree list --porcelain -z``),
     the main one first."""
     args = ["worktree", "list", "--porcelain", "-z"]
-    proc = run(args, path)
-    if isinstance(proc, Unavailable):
-        return proc
-    if _outside(proc):
-        return NOT_A_WORK_TREE
-    if proc.returncode != 0:
-        return _failed(args, proc)
-    return parse_worktrees(proc.stdout)
+    printed = _ask(args, path)
+    if not isinstance(printed, bytes):
+        return printed
+    return parse_worktrees(printed)
 
 
 def parse_worktrees(data: bytes) -> tuple[Worktree, ...]:
@@ -238,7 +233,7 @@ def parse_worktrees(data: bytes) -> tuple[Worktree, ...]:
     a record ending in an empty field.  Pure."""
     out: list[Worktree] = []
     fields: dict[str, str] = {}
-    for raw in data.split(b"\0"):
+    for raw in [*data.split(b"\0"), b""]:  # an unterminated last record ends too
         if raw:
             key, _, value = _decode(raw).partition(" ")
             fields.setdefault(key, value)
@@ -247,7 +242,4 @@ def parse_worktrees(data: bytes) -> tuple[Worktree, ...]:
             out.append(Worktree(fields["worktree"], main=not out, bare="bare" in fields,
                                 prunable="prunable" in fields))
         fields = {}
-    if "worktree" in fields:
-        out.append(Worktree(fields["worktree"], main=not out, bare="bare" in fields,
-                            prunable="prunable" in fields))
     return tuple(out)
