@@ -22,6 +22,8 @@ VAULT_DIR = f"{AGENTS_DIR}/vault"
 LEGACY_INSTRUCTIONS = f"{AGENTS_DIR}/AGENTS.md"
 #: The runtime path (below ``.agents/memory``) of the project notes ([S2]).
 NOTES = "notes"
+#: The suffix of a relink's fresh link while it is renamed over the old one ([L4]).
+RELINK_SUFFIX = ".aikito-relink"
 #: What ``git`` should ignore in a checkout (``doctor --fix``): the linked segment roots.
 IGNORED = (f"{MEMORY_DIR}/", f"{SKILLS_DIR}/")
 
@@ -99,3 +101,26 @@ def memory_target(checkout: str, rel: str) -> str:
 def skill_target(checkout: str, name: str) -> str:
     """``<checkout>/.agents/skills/<name>``."""
     return f"{checkout}/{SKILLS_DIR}/{name}"
+
+
+def relink_name(name: str) -> str:
+    """[L4]: the one temporary name of a relink of the entry ``name``, in the entry's own
+    directory: ``.NAME.aikito-relink``."""
+    return f".{name}{RELINK_SUFFIX}"
+
+
+def relink_path(rel: str) -> str:
+    """``rel`` (a path relative to a segment's root or the checkout) with its last
+    component's relink name: where a relink of ``rel`` makes its fresh link."""
+    parent, _, name = rel.rpartition("/")
+    return f"{parent}/{relink_name(name)}" if parent else relink_name(name)
+
+
+def relink_base(name: str) -> str | None:
+    """The entry a relink name belongs to (``.a.md.aikito-relink`` → ``a.md``), else
+    ``None``."""
+    if name.startswith(".") and name.endswith(RELINK_SUFFIX):
+        base = name[1:-len(RELINK_SUFFIX)]
+        if base and base not in (".", ".."):
+            return base
+    return None

@@ -42,6 +42,36 @@ class CheckoutView(Value):
     index_anchor: bool = False
 
 
+@frozen
+class CleanCheckout:
+    """What observation found in one checkout candidate: the clean planner's input."""
+
+    label: str
+    path: str
+    state: CheckoutState
+    reason: str | None = None
+    root: Observed = ABSENT
+    agents: Observed = ABSENT
+    #: The entries of ``.agents`` (one level), by name, sorted.
+    agents_entries: tuple[tuple[str, Observed], ...] = ()
+    memory: Observed = ABSENT
+    #: Every entry under ``.agents/memory`` (recursive, never through links), sorted.
+    memory_entries: tuple[tuple[str, Observed], ...] = ()
+    skills: Observed = ABSENT
+    skills_entries: tuple[tuple[str, Observed], ...] = ()
+    #: Each instruction target of the registry (and the legacy ``.agents/AGENTS.md``
+    #: when ``.agents`` is a real directory): path relative to the checkout → what is
+    #: there (``ABSENT`` when a directory on the way is not a real directory).
+    targets: tuple[tuple[str, Observed], ...] = ()
+    #: The directories on the way to an instruction target that holds a link: relative
+    #: path → (observation, names of its entries).
+    parents: tuple[tuple[str, Observed, tuple[str, ...]], ...] = ()
+    #: Each per-agent skills directory of the registry ([N1], e.g. ``.claude/skills``):
+    #: relative path → what is there and, when a real directory, its entries (one
+    #: level).  Its parents holding a link below are in :attr:`parents`.
+    agent_skills: tuple[tuple[str, Observed, tuple[tuple[str, Observed], ...]], ...] = ()
+
+
 @frozen(repr=False, eq=False)
 class SkillsView(Value):
     """What observation found at ``.agents/skills`` of one active checkout ([G2])."""

@@ -296,6 +296,42 @@ def test_no_import_cycle() -> None:
     assert _cycles(_import_graph()) == []
 
 
+#: The floors that must never look up (docs/design.md): observation and the planners sit
+#: below the writer, the commands, the renderers and the command line; the planners are
+#: pure and never observe.
+_BELOW = {
+    "world": ("planner", "executor", "commands", "render", "cli"),
+    "planner": ("world", "executor", "commands", "render", "cli"),
+}
+
+
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    """Every import (lazy ones included) of a floor of :data:`_BELOW` into one of the
+    floors it must not depend on."""
+    def floor(module: str) -> str:
+        parts = module.split(".")
+        return parts[1] if len(parts) > 1 else ""
+
+    return sorted(f"{m} -> {d}" for m, deps in graph.items() for d in deps
+                  if floor(d) in _BELOW.get(floor(m), ()))
+
+
+def test_no_arrow_points_up() -> None:
+    """Observation never imports a planner (a path rule both need lives in
+    ``aikito_mem.layout``, a value both need in ``aikito_mem.views``), nor the writer,
+    the commands, the renderers or the command line; the planners import none of those
+    nor observation — not even lazily."""
+    assert _upward(_import_graph()) == []
+
+
+def test_the_arrow_detector_sees_an_arrow() -> None:
+    graph = {"aikito_mem.world.a": {"aikito_mem.planner.b", "aikito_mem.model"},
+             "aikito_mem.planner.b": {"aikito_mem.layout", "aikito_mem.cli"},
+             "aikito_mem.executor.c": {"aikito_mem.planner.b", "aikito_mem.world.a"}}
+    assert _upward(graph) == ["aikito_mem.planner.b -> aikito_mem.cli",
+                              "aikito_mem.world.a -> aikito_mem.planner.b"]
+
+
 def test_the_cycle_detector_sees_a_cycle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [["a", "b", "c"]]

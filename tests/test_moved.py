@@ -20,14 +20,9 @@ from aikito_mem.errors import ConfigError, StalePlanError, UnsafePlanError
 from aikito_mem.executor import execute as execute_mod
 from aikito_mem.executor.execute import execute
 from aikito_mem.executor.planfile import read_plan, write_plan
+from aikito_mem.layout import relink_base, relink_name, relink_path
 from aikito_mem.model import Action, Operation, Plan
-from aikito_mem.planner.moved import (
-    moved_literal,
-    old_root,
-    relink_base,
-    relink_name,
-    relink_target,
-)
+from aikito_mem.planner.moved import moved_literal, old_root, relink_target
 from tests.helpers.cli import invoke, one_json
 from tests.helpers.snapshots import snapshot
 from tests.helpers.workspace import WS
@@ -41,6 +36,8 @@ def test_relink_names() -> None:
     assert relink_base("a.md") is None and relink_base("..aikito-relink") is None
     assert relink_target("team/.b.md.aikito-relink") == "team/b.md"
     assert relink_target("team/b.md") is None
+    assert relink_path("team/b.md") == "team/.b.md.aikito-relink"
+    assert relink_path("AGENTS.md") == ".AGENTS.md.aikito-relink"
 
 
 def test_moved_literal_and_old_root() -> None:

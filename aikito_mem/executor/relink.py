@@ -6,8 +6,8 @@ from __future__ import annotations
 import contextlib
 import os
 
+from aikito_mem.layout import relink_name
 from aikito_mem.model import Kind, Operation
-from aikito_mem.planner.moved import relink_name
 from aikito_mem.world import observe
 
 

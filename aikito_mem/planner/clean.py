@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import posixpath
 
-from attrs import frozen
-
 from aikito_mem.config.names import component_problem, entry_problem
 from aikito_mem.layout import (
     AGENTS_DIR,
@@ -49,10 +47,10 @@ from aikito_mem.model import (
 )
 from aikito_mem.planner.memory import owns
 from aikito_mem.values import PlanKind
+from aikito_mem.views import CleanCheckout
 
 __all__ = [
     "R_CLEAN",
-    "CleanCheckout",
     "build_clean_plan",
     "owner",
     "place",
@@ -60,40 +58,9 @@ __all__ = [
 ]
 
 R_CLEAN = "L3"
-LEGACY_TARGET = LEGACY_INSTRUCTIONS
 _MEM, _SKILLS, _INSTR = SegmentName.MEMORY, SegmentName.SKILLS, SegmentName.INSTRUCTIONS
 #: aikito's own runtime directories ([O3]): pruned whenever the clean leaves them empty.
 RUNTIME_DIRS = {AGENTS_DIR: _MEM, MEMORY_DIR: _MEM, SKILLS_DIR: _SKILLS}
-
-
-@frozen
-class CleanCheckout:
-    """What observation found in one checkout candidate: the clean planner's input."""
-
-    label: str
-    path: str
-    state: CheckoutState
-    reason: str | None = None
-    root: Observed = ABSENT
-    agents: Observed = ABSENT
-    #: The entries of ``.agents`` (one level), by name, sorted.
-    agents_entries: tuple[tuple[str, Observed], ...] = ()
-    memory: Observed = ABSENT
-    #: Every entry under ``.agents/memory`` (recursive, never through links), sorted.
-    memory_entries: tuple[tuple[str, Observed], ...] = ()
-    skills: Observed = ABSENT
-    skills_entries: tuple[tuple[str, Observed], ...] = ()
-    #: Each instruction target of the registry (and the legacy ``.agents/AGENTS.md``
-    #: when ``.agents`` is a real directory): path relative to the checkout → what is
-    #: there (``ABSENT`` when a directory on the way is not a real directory).
-    targets: tuple[tuple[str, Observed], ...] = ()
-    #: The directories on the way to an instruction target that holds a link: relative
-    #: path → (observation, names of its entries).
-    parents: tuple[tuple[str, Observed, tuple[str, ...]], ...] = ()
-    #: Each per-agent skills directory of the registry ([N1], e.g. ``.claude/skills``):
-    #: relative path → what is there and, when a real directory, its entries (one
-    #: level).  Its parents holding a link below are in :attr:`parents`.
-    agent_skills: tuple[tuple[str, Observed, tuple[tuple[str, Observed], ...]], ...] = ()
 
 
 # -- the one rule of ownership, shared with the guard ([H3]) ---------------------------
@@ -162,7 +129,7 @@ def place(rel: str, targets: frozenset[str], skill_dirs: frozenset[str] = frozen
     if rel.startswith(f"{SKILLS_DIR}/"):
         sub = rel[len(SKILLS_DIR) + 1:]
         return (_SKILLS, sub) if entry_problem(sub, single=True) is None else None
-    if rel == LEGACY_TARGET or rel in targets:
+    if rel == LEGACY_INSTRUCTIONS or rel in targets:
         return _INSTR, rel
     folder, _, name = rel.rpartition("/")
     if folder in skill_dirs and entry_problem(name, single=True) is None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import attrs
 
-from aikito_mem.layout import AGENTS_DIR, LEGACY_INSTRUCTIONS
+from aikito_mem.layout import AGENTS_DIR, LEGACY_INSTRUCTIONS, relink_path
 from aikito_mem.model import (
     ABSENT,
     Action,
@@ -40,7 +40,7 @@ from aikito_mem.model import (
     SegmentName,
 )
 from aikito_mem.planner.memory import owns
-from aikito_mem.planner.moved import R_MOVED, moved_literal, relink_name
+from aikito_mem.planner.moved import R_MOVED, moved_literal
 from aikito_mem.planner.skills import R_TRACKED, TRACKED_REASON, tracked_finding
 from aikito_mem.views import InstructionsView, InstructionTargetView
 
@@ -175,9 +175,7 @@ def plan_checkout(
         if leftover.kind is Kind.LINK and owns(leftover.literal, _link_dir(checkout, target.rel),
                                                (source.path,)) is not None:
             # A relink's temporary name ([L4]): aikito's own, never left behind.
-            parent, _, name = target.rel.rpartition("/")
-            temp = f"{parent}/{relink_name(name)}" if parent else relink_name(name)
-            ops.append(_op(Action.UNLINK, checkout, temp,
+            ops.append(_op(Action.UNLINK, checkout, relink_path(target.rel),
                            "the leftover of an interrupted relink", source.path,
                            observed=leftover))
         op = _plan_target(checkout, source, target, tracked, moved)

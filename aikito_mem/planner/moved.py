@@ -5,9 +5,9 @@ a link whose literal is byte-exactly ``OLD`` + the remainder of its canonical pa
 (:func:`moved_literal`: the same resource, the old root) is owned: each planner plans it
 as a CREATE of rule ``L4`` whose recorded observation is the old link, reason "relinked
 from OLD", which the executor carries out as one atomic rename of a fresh symlink over it.
-The fresh symlink is first made under the target's relink name (:func:`relink_name`),
-which every planner recognises: a leftover of a killed run is aikito's own and removed by
-the next run, so a kill never leaves clutter.
+The fresh symlink is first made under the target's relink name
+(:func:`aikito_mem.layout.relink_name`), which every planner recognises: a leftover of a
+killed run is aikito's own and removed by the next run, so a kill never leaves clutter.
 
 Without the flag, a link whose literal ends with its canonical remainder under another
 root (:func:`old_root`) stays a CONFLICT; when that root no longer exists its remedy names
@@ -20,27 +20,11 @@ from collections.abc import Iterable
 
 import attrs
 
+from aikito_mem.layout import relink_base
 from aikito_mem.model import Action, Kind, Observed, Plan
 
 #: The rule id of a relink CREATE ([L4]): the one CREATE that renames over an entry.
 R_MOVED = "L4"
-#: The suffix of the fresh link's name while it is being renamed over the old one.
-RELINK_SUFFIX = ".aikito-relink"
-
-
-def relink_name(name: str) -> str:
-    """The one temporary name of a relink of the entry ``name``: ``.NAME.aikito-relink``."""
-    return f".{name}{RELINK_SUFFIX}"
-
-
-def relink_base(name: str) -> str | None:
-    """The entry a relink name belongs to (``.a.md.aikito-relink`` → ``a.md``), else
-    ``None``."""
-    if name.startswith(".") and name.endswith(RELINK_SUFFIX):
-        base = name[1:-len(RELINK_SUFFIX)]
-        if base and base not in (".", ".."):
-            return base
-    return None
 
 
 def relink_target(rel: str) -> str | None:

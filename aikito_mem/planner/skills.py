@@ -10,7 +10,14 @@ preserved with a warning.  No I/O happens here.
 from __future__ import annotations
 
 from aikito_mem.config.names import entry_problem
-from aikito_mem.layout import AGENTS_DIR, SKILLS_DIR, skill_source, skill_target, skills_root
+from aikito_mem.layout import (
+    AGENTS_DIR,
+    SKILLS_DIR,
+    relink_base,
+    skill_source,
+    skill_target,
+    skills_root,
+)
 from aikito_mem.model import (
     ABSENT,
     Action,
@@ -22,7 +29,7 @@ from aikito_mem.model import (
     SegmentName,
 )
 from aikito_mem.planner.memory import owns
-from aikito_mem.planner.moved import R_MOVED, moved_literal, relink_base
+from aikito_mem.planner.moved import R_MOVED, moved_literal
 from aikito_mem.planner.remedies import skill_dir_remedy
 from aikito_mem.views import SkillsView
 

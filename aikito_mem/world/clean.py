@@ -11,9 +11,9 @@ clean empties them).  Nothing is read or written; :mod:`aikito_mem.planner.clean
 from __future__ import annotations
 
 from aikito_mem.errors import ConfigError
-from aikito_mem.layout import AGENTS_DIR, MEMORY_DIR, SKILLS_DIR
+from aikito_mem.layout import AGENTS_DIR, LEGACY_INSTRUCTIONS, MEMORY_DIR, SKILLS_DIR
 from aikito_mem.model import ABSENT, CheckoutState, Kind, Observed
-from aikito_mem.planner.clean import LEGACY_TARGET, CleanCheckout
+from aikito_mem.views import CleanCheckout
 from aikito_mem.world import checkouts
 from aikito_mem.world.checkouts import Slot
 from aikito_mem.world.observe import Observer
@@ -126,8 +126,8 @@ def observe_checkout(slot: Slot, targets: tuple[str, ...], observer: Observer,
             if skills.kind is Kind.DIR:
                 skills_entries = observer.scan(f"{co}/{SKILLS_DIR}", skills,
                                                recursive=False)
-            legacy = dict(agents_entries).get(LEGACY_TARGET.rpartition("/")[2], ABSENT)
-            found.append((LEGACY_TARGET, legacy))
+            legacy = dict(agents_entries).get(LEGACY_INSTRUCTIONS.rpartition("/")[2], ABSENT)
+            found.append((LEGACY_INSTRUCTIONS, legacy))
         parents: dict[str, tuple[Observed, tuple[str, ...]]] = {}
         for rel in targets:
             obs, on_the_way = _target(co, rel, observer)

@@ -24,6 +24,7 @@ from aikito_mem.layout import (
     PROJECTS_ROOT,
     SKILLS_DIR,
     instructions_source,
+    relink_path,
     skill_source,
     skills_root,
 )
@@ -40,7 +41,6 @@ from aikito_mem.model import (
     ResourceSet,
     SourceCheck,
 )
-from aikito_mem.planner.moved import relink_name
 from aikito_mem.views import (
     AgentSkillsView,
     CheckoutView,
@@ -185,9 +185,7 @@ def instructions_view(
         relink = ABSENT
         if usable and not missing_parent:
             # A killed relink's temporary link ([L4]): one lstat per target.
-            parent, _, name = target.path.rpartition("/")
-            temp = f"{parent}/{relink_name(name)}" if parent else relink_name(name)
-            relink = _observe_link(f"{checkout}/{temp}", observer)
+            relink = _observe_link(f"{checkout}/{relink_path(target.path)}", observer)
         views.append(InstructionTargetView(target.path, target.agents, detected, observed,
                                            tuple(parents), relink))
     legacy = ABSENT
