@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from aikito_mem.model import Kind
-from aikito_mem.world.observe import Observer, lstat, mount_points
+from aikito_mem.world.observe import Observer, lstat, mount_points, with_identity
 from tests.helpers.workspace import WS
 
 
@@ -53,3 +53,26 @@ def test_mount_table_decodes_escaped_mount_points(tmp_path: Path) -> None:
     )
     assert mount_points(str(info)) == frozenset({"/proc", "/srv/a b\tc\\d", "/srv/été"})
     assert mount_points(str(tmp_path / "missing")) is None
+
+
+def test_look_reads_a_links_literal_and_a_directorys_identity(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    os.symlink("d", tmp_path / "l")
+    observer = Observer()
+    link = observer.look(f"{tmp_path}/l")
+    assert (link.kind, link.literal) == (Kind.LINK, "d")
+    d = f"{tmp_path}/d"
+    assert observer.look(d) == with_identity(d, lstat(d))
+    assert observer.look(d, identity=False) == lstat(d)
+    assert observer.look(f"{tmp_path}/gone").kind is Kind.ABSENT
+
+
+def test_on_the_way_stops_at_the_first_entry_that_is_not_a_directory(tmp_path: Path) -> None:
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    os.symlink("/elsewhere", tmp_path / "a" / "b" / "c")
+    way = Observer().on_the_way(str(tmp_path), "a/b/c/d/e.md")
+    assert [(rel, obs.kind) for rel, obs in way] == [
+        ("a", Kind.DIR), ("a/b", Kind.DIR), ("a/b/c", Kind.LINK)]
+    assert way[-1][1].literal == "/elsewhere"
+    assert Observer().on_the_way(str(tmp_path), "top.md") == ()
+    assert [rel for rel, _ in Observer().on_the_way(str(tmp_path), "a/x/y/z")] == ["a", "a/x"]

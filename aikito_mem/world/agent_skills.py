@@ -24,15 +24,6 @@ from aikito_mem.views import AgentSkillsView
 from aikito_mem.world.observe import Observer
 
 
-def _observe(path: str, observer: Observer) -> Observed:
-    obs = observer.lstat(path)
-    if obs.kind is Kind.LINK:
-        return Observed(Kind.LINK, observer.readlink(path), obs.dev, obs.ino)
-    if obs.kind is Kind.DIR:
-        return observer.identity(path, obs)
-    return obs
-
-
 def agent_skills_views(
     checkout: str, dirs: tuple[InstructionTarget, ...], wanted: bool,
     detect: Callable[[InstructionTarget], bool], observer: Observer,
@@ -41,25 +32,16 @@ def agent_skills_views(
     skill is selected (else only a directory's entries matter: stale links to unlink)."""
     views = []
     for d in dirs:
-        parents: list[tuple[str, Observed]] = []
-        parts = d.path.split("/")
-        usable = True
-        for i in range(1, len(parts)):
-            prel = "/".join(parts[:i])
-            pobs = _observe(f"{checkout}/{prel}", observer)
-            parents.append((prel, pobs))
-            if pobs.kind is not Kind.DIR:
-                usable = False
-                break
-        root = _observe(f"{checkout}/{d.path}", observer) if usable else ABSENT
+        parents = observer.on_the_way(checkout, d.path)
+        usable = not parents or parents[-1][1].kind is Kind.DIR
+        root = observer.look(f"{checkout}/{d.path}") if usable else ABSENT
         entries: tuple[tuple[str, Observed], ...] = ()
         if root.kind is Kind.DIR:
             entries = observer.scan(f"{checkout}/{d.path}", root, recursive=False)
         blocked = any(o.exists and o.kind is not Kind.DIR for _, o in parents)
         missing = root.kind is Kind.ABSENT and not blocked
         detected = detect(d) if (missing and wanted) else False
-        views.append(AgentSkillsView(d.path, d.agents, detected, root, entries,
-                                     tuple(parents)))
+        views.append(AgentSkillsView(d.path, d.agents, detected, root, entries, parents))
     return tuple(views)
 
 

@@ -411,21 +411,14 @@ def observe(slot: Slot, observer: Observer) -> CheckoutView:
                                 "directory", root=root)
         root = observer.identity(root_path, root)
         agents_path = f"{root_path}/{layout.AGENTS_DIR}"
-        agents = observer.lstat(agents_path)
-        if agents.kind is Kind.LINK:
-            agents = Observed(Kind.LINK, observer.readlink(agents_path), agents.dev, agents.ino)
+        agents = observer.look(agents_path)
         memory = ABSENT
         entries: tuple[tuple[str, Observed], ...] = ()
         index_anchor = False
         if agents.kind is Kind.DIR:
-            agents = observer.identity(agents_path, agents)
             memory_path = f"{root_path}/{layout.MEMORY_DIR}"
-            memory = observer.lstat(memory_path)
-            if memory.kind is Kind.LINK:
-                memory = Observed(Kind.LINK, observer.readlink(memory_path), memory.dev,
-                                  memory.ino)
-            elif memory.kind is Kind.DIR:
-                memory = observer.identity(memory_path, memory)
+            memory = observer.look(memory_path)
+            if memory.kind is Kind.DIR:
                 entries = observer.scan(memory_path, memory)
                 index_anchor = _index_anchor(root_path, entries, observer)
     except OSError as exc:

@@ -53,29 +53,14 @@ def path_slot(path: str, workspace: str, observer: Observer) -> checkouts.Slot:
     return slot
 
 
-def _look(path: str, observer: Observer, *, identity: bool = True) -> Observed:
-    """``lstat`` plus the literal of a link, or the identity of a directory."""
-    obs = observer.lstat(path)
-    if obs.kind is Kind.LINK:
-        return Observed(Kind.LINK, observer.readlink(path), obs.dev, obs.ino)
-    if identity and obs.kind is Kind.DIR:
-        return observer.identity(path, obs)
-    return obs
-
-
 def _target(checkout: str, rel: str, observer: Observer
-            ) -> tuple[Observed, list[tuple[str, Observed]]]:
+            ) -> tuple[Observed, tuple[tuple[str, Observed], ...]]:
     """What is at instruction target ``rel`` and each directory on the way (up to the
     first one that is not a real directory: then the target is not looked at)."""
-    parents: list[tuple[str, Observed]] = []
-    parts = rel.split("/")
-    for i in range(1, len(parts)):
-        prel = "/".join(parts[:i])
-        pobs = _look(f"{checkout}/{prel}", observer)
-        parents.append((prel, pobs))
-        if pobs.kind is not Kind.DIR:
-            return ABSENT, parents
-    return _look(f"{checkout}/{rel}", observer, identity=False), parents
+    parents = observer.on_the_way(checkout, rel)
+    if parents and parents[-1][1].kind is not Kind.DIR:
+        return ABSENT, parents
+    return observer.look(f"{checkout}/{rel}", identity=False), parents
 
 
 def _skill_dir(co: str, rel: str, observer: Observer,
@@ -111,7 +96,7 @@ def observe_checkout(slot: Slot, targets: tuple[str, ...], observer: Observer,
                                  f"checkout {co} is {root.describe()}; expected a directory",
                                  root=root)
         root = observer.identity(co, root)
-        agents = _look(f"{co}/{AGENTS_DIR}", observer)
+        agents = observer.look(f"{co}/{AGENTS_DIR}")
         agents_entries: tuple[tuple[str, Observed], ...] = ()
         memory = skills = ABSENT
         memory_entries: tuple[tuple[str, Observed], ...] = ()
@@ -119,10 +104,10 @@ def observe_checkout(slot: Slot, targets: tuple[str, ...], observer: Observer,
         found: list[tuple[str, Observed]] = []
         if agents.kind is Kind.DIR:
             agents_entries = observer.scan(f"{co}/{AGENTS_DIR}", agents, recursive=False)
-            memory = _look(f"{co}/{MEMORY_DIR}", observer)
+            memory = observer.look(f"{co}/{MEMORY_DIR}")
             if memory.kind is Kind.DIR:
                 memory_entries = observer.scan(f"{co}/{MEMORY_DIR}", memory)
-            skills = _look(f"{co}/{SKILLS_DIR}", observer)
+            skills = observer.look(f"{co}/{SKILLS_DIR}")
             if skills.kind is Kind.DIR:
                 skills_entries = observer.scan(f"{co}/{SKILLS_DIR}", skills,
                                                recursive=False)

@@ -166,6 +166,30 @@ class Observer:
         self.calls += 3
         return with_identity(path, obs)
 
+    def look(self, path: str, *, identity: bool = True) -> Observed:
+        """Cached :meth:`lstat` plus the literal of a link, or (``identity``) the
+        identity of a directory."""
+        obs = self.lstat(path)
+        if obs.kind is Kind.LINK:
+            return Observed(Kind.LINK, self.readlink(path), obs.dev, obs.ino)
+        if identity and obs.kind is Kind.DIR:
+            return self.identity(path, obs)
+        return obs
+
+    def on_the_way(self, root: str, rel: str) -> tuple[tuple[str, Observed], ...]:
+        """Each directory on the way from ``root`` to ``root/rel`` (relative path →
+        :meth:`look`), outermost first, up to the first one that is not a real
+        directory: ``rel`` can be looked at when the last one is a directory."""
+        out: list[tuple[str, Observed]] = []
+        parts = rel.split("/")
+        for i in range(1, len(parts)):
+            prel = "/".join(parts[:i])
+            obs = self.look(f"{root}/{prel}")
+            out.append((prel, obs))
+            if obs.kind is not Kind.DIR:
+                break
+        return tuple(out)
+
     def mounts(self) -> frozenset[str] | None:
         """The mount points of this process (read once per run), ``None`` if unknown."""
         if not self._mounts_read:

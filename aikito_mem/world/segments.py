@@ -138,22 +138,12 @@ def skills_view(checkout: str, agents: Observed, observer: Observer) -> SkillsVi
     if agents.kind is not Kind.DIR:
         return SkillsView()
     path = f"{checkout}/{SKILLS_DIR}"
-    root = observer.lstat(path)
-    if root.kind is Kind.LINK:
-        return SkillsView(Observed(Kind.LINK, observer.readlink(path), root.dev, root.ino))
+    root = observer.look(path)
     if root.kind is not Kind.DIR:
         return SkillsView(root)
-    root = observer.identity(path, root)
     # One level, through the observing room's walk: the same identities verification
     # re-checks, never into a mount point ([E2], [E5]).
     return SkillsView(root, observer.scan(path, root, recursive=False))
-
-
-def _observe_link(path: str, observer: Observer) -> Observed:
-    obs = observer.lstat(path)
-    if obs.kind is Kind.LINK:
-        return Observed(Kind.LINK, observer.readlink(path), obs.dev, obs.ino)
-    return obs
 
 
 def instructions_view(
@@ -167,30 +157,21 @@ def instructions_view(
     for a target whose directory is missing (the one case where detection matters)."""
     views = []
     for target in targets:
-        parents: list[tuple[str, Observed]] = []
-        parts = target.path.split("/")
-        usable = True
-        for i in range(1, len(parts)):
-            prel = "/".join(parts[:i])
-            pobs = _observe_link(f"{checkout}/{prel}", observer)
-            if pobs.kind is Kind.DIR:
-                pobs = observer.identity(f"{checkout}/{prel}", pobs)
-            parents.append((prel, pobs))
-            if pobs.kind is not Kind.DIR:
-                usable = False
-                break
-        observed = _observe_link(f"{checkout}/{target.path}", observer) if usable else ABSENT
+        parents = observer.on_the_way(checkout, target.path)
+        usable = not parents or parents[-1][1].kind is Kind.DIR
+        observed = (observer.look(f"{checkout}/{target.path}", identity=False) if usable
+                    else ABSENT)
         missing_parent = bool(parents) and parents[-1][1].kind is Kind.ABSENT
         detected = detect(target) if missing_parent else False
         relink = ABSENT
         if usable and not missing_parent:
             # A killed relink's temporary link ([L4]): one lstat per target.
-            relink = _observe_link(f"{checkout}/{relink_path(target.path)}", observer)
+            relink = observer.look(f"{checkout}/{relink_path(target.path)}", identity=False)
         views.append(InstructionTargetView(target.path, target.agents, detected, observed,
-                                           tuple(parents), relink))
+                                           parents, relink))
     legacy = ABSENT
     if agents.kind is Kind.DIR:
-        legacy = _observe_link(f"{checkout}/{LEGACY_INSTRUCTIONS}", observer)
+        legacy = observer.look(f"{checkout}/{LEGACY_INSTRUCTIONS}", identity=False)
     return InstructionsView(tuple(views), legacy)
 
 
