@@ -45,6 +45,7 @@ from aikito_mem.model import (
     PlannedTarget,
     SegmentName,
 )
+from aikito_mem.planner.checkout import finding_order, offline_reason, planned_state
 from aikito_mem.planner.memory import owns
 from aikito_mem.values import PlanKind
 from aikito_mem.views import CleanCheckout
@@ -285,8 +286,8 @@ def _skipped(co: CleanCheckout, state: CheckoutState) -> tuple[Operation, list[F
     """The SKIP of a checkout that is offline or not usable, and the warning of the
     latter."""
     word = "offline" if state is CheckoutState.OFFLINE else "not usable"
-    reason = co.reason or ("path does not exist" if state is CheckoutState.OFFLINE
-                           else f"{co.path} is not a directory")
+    reason = (offline_reason(co.reason) if state is CheckoutState.OFFLINE
+              else co.reason or f"{co.path} is not a directory")
     skip = Operation(Action.SKIP, R_CLEAN, co.path, co.path, f"checkout {word}: {reason}",
                      segment=_MEM)
     if state is not CheckoutState.INVALID:
@@ -317,13 +318,12 @@ def build_clean_plan(
     rank = {SegmentName.SKILLS: 0, SegmentName.INSTRUCTIONS: 1, SegmentName.MEMORY: 2}
     for index, co in enumerate(checkouts):
         dirs: tuple[tuple[str, Observed], ...] = (("", co.root),)
-        state = (CheckoutState.INVALID if co.state is CheckoutState.ACTIVE
-                 and co.root.kind is not Kind.DIR else co.state)
+        state = planned_state(co.state, co.root)
         if state is CheckoutState.ACTIVE:
             p = _Planner(co, workspace, project, dirs_of_skills)
             p.plan()
             keyed.extend(((rank[op.segment], index, op.target), op) for op in p.ops)
-            all_findings.extend(sorted(p.findings, key=lambda f: (f.path or "", f.code)))
+            all_findings.extend(sorted(p.findings, key=finding_order))
             dirs = tuple(sorted(p.dirs.items()))
         else:
             skip, finding = _skipped(co, state)

@@ -37,6 +37,7 @@ from aikito_mem.model import (
     ResourceSet,
     SourceCheck,
 )
+from aikito_mem.planner.checkout import finding_order, offline_reason, planned_state
 from aikito_mem.planner.moved import R_MOVED, moved_literal, relink_target
 from aikito_mem.planner.remedies import adopt_remedy, foreign_finding, quote, unmount_remedy
 from aikito_mem.views import CheckoutView
@@ -377,14 +378,13 @@ def _plan_checkout(
     ops: list[Operation] = []
     findings: list[Finding] = []
     dirs: tuple[tuple[str, Observed], ...] = (("", view.root),)
-    state = view.state
+    state = planned_state(view.state, view.root)
     if state is CheckoutState.OFFLINE:
         ops = [Operation(Action.SKIP, R_OFFLINE, view.path, memory_target(view.path, res.rel),
-                         f"checkout offline: {view.reason or 'path does not exist'}",
+                         f"checkout offline: {offline_reason(view.reason)}",
                          resource=res.name, source=res.source)
                for res in resources.resources]
-    elif state is CheckoutState.INVALID or view.root.kind is not Kind.DIR:
-        state = CheckoutState.INVALID
+    elif state is CheckoutState.INVALID:
         ops.append(_checkout_conflict(view, "", view.root, "a directory")
                    if view.reason is None else Operation(
                        Action.CONFLICT, R_PRESERVE, view.path, view.path, view.reason,
@@ -408,7 +408,7 @@ def _plan_checkout(
         ops.extend(cp.ops)
         findings = cp.findings
         dirs = cp.dirs()
-    findings.sort(key=lambda f: (f.path or "", f.code))
+    findings.sort(key=finding_order)
     return CheckoutPlan(view.label, view.path, state, view.reason, dirs), ops, findings
 
 

@@ -34,6 +34,7 @@ from aikito_mem.model import (
 from aikito_mem.planner import agent_skills as planner_agent_skills
 from aikito_mem.planner import instructions as planner_instructions
 from aikito_mem.planner import skills as planner_skills
+from aikito_mem.planner.checkout import offline_reason
 from aikito_mem.planner.memory import build_plan
 from aikito_mem.views import (
     AgentSkillsView,
@@ -127,7 +128,7 @@ def _not_active(co: CheckoutPlan, skills: tuple[Resource, ...],
                 skill_dirs: tuple[PlannedTarget, ...] = ()) -> list[Operation]:
     """An offline checkout: a SKIP per target; an invalid one: a CONFLICT per segment."""
     if co.state is CheckoutState.OFFLINE:
-        reason = co.reason or "path does not exist"
+        reason = offline_reason(co.reason)
         return [*planner_skills.offline(co.path, reason, skills),
                 *planner_agent_skills.offline(co.path, reason, skill_dirs, skills),
                 *(planner_instructions.offline(co.path, reason, targets, source)
