@@ -129,6 +129,13 @@ def _refuse_force(ctx: click.Context, _param: click.Parameter, value: bool) -> N
 
 force_option = click.option("--force", is_flag=True, hidden=True, expose_value=False,
                             is_eager=True, callback=_refuse_force)
+#: The options ``sync`` and ``sync project`` share ([L4], [U3]).
+moved_from_option = click.option(
+    "--moved-from", "moved_from", metavar="OLD", default=None,
+    help="The workspace moved from OLD: relink every link into OLD in place.")
+verbose_option = click.option(
+    "-v", "--verbose", is_flag=True,
+    help="The full report: every operation, unchanged links included.")
 
 
 def inherited(ctx: click.Context, values: dict[str, Any]) -> dict[str, Any]:
@@ -154,11 +161,9 @@ def inherited(ctx: click.Context, values: dict[str, Any]) -> dict[str, Any]:
 @click.option("--check", is_flag=True,
               help="Dry run; exit 7 when some project has changes pending.")
 @json_option("aikito.sync-all/1")
-@click.option("--moved-from", "moved_from", metavar="OLD", default=None,
-              help="The workspace moved from OLD: relink every link into OLD in place.")
+@moved_from_option
 @lock_timeout_option
-@click.option("-v", "--verbose", is_flag=True,
-              help="The full report: every operation, unchanged links included.")
+@verbose_option
 @click.option("-q", "--quiet", is_flag=True,
               help="Print only conflicts, summaries and what was done.")
 @color_option
@@ -233,11 +238,9 @@ Examples:
 @click.option("--skip-without-workspace", is_flag=True,
               help="No workspace on this machine (none configured, or the configured one "
                    "missing): say so in one line and exit 0 (the pre-commit hook).")
-@click.option("--moved-from", "moved_from", metavar="OLD", default=None,
-              help="The workspace moved from OLD: relink every link into OLD in place.")
+@moved_from_option
 @lock_timeout_option
-@click.option("-v", "--verbose", is_flag=True,
-              help="The full report: every operation, unchanged links included.")
+@verbose_option
 @click.option("-q", "--quiet", is_flag=True,
               help="Print only conflicts, the summary and what was done.")
 @color_option

@@ -9,7 +9,15 @@ from aikito_mem.commands.agents import AddStatus, AgentRow, AgentsAddReport, Age
 from aikito_mem.errors import AikitoError
 from aikito_mem.layout import agents_root
 from aikito_mem.model import Finding
-from aikito_mem.render.text import Display, Output, error_json, error_lines, plural, printable
+from aikito_mem.render.text import (
+    Display,
+    Output,
+    error_json,
+    error_lines,
+    plural,
+    printable,
+    rendered,
+)
 
 SCHEMA = "aikito.agents/1"
 
@@ -96,11 +104,7 @@ def _wrapped(text: str, width: int = 100) -> list[str]:
 
 
 def render_list(report: AgentsReport, display: Display) -> Output:
-    if display.as_json:
-        return Output(report.exit_code, document=list_document(report))
-    if report.error is not None:
-        return Output(report.exit_code, errors=error_lines(report.error, display))
-    return Output(0, lines=tuple(list_lines(report, display)))
+    return rendered(report, display, list_document, list_lines)
 
 
 def add_document(report: AgentsAddReport) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 from aikito_mem.commands.doctor.git import Fix
 from aikito_mem.commands.doctor.report import CONTRACT_VERSION, Check, DoctorReport
 from aikito_mem.model import Severity
-from aikito_mem.render.text import Display, Output, error_json, error_lines, plural
+from aikito_mem.render.text import Display, Output, error_json, plural, rendered
 
 SCHEMA = "aikito.doctor/1"
 _OK, _WARNING, _ERROR = Severity.OK, Severity.WARNING, Severity.ERROR
@@ -108,8 +108,4 @@ def text_report(report: DoctorReport, display: Display | None = None) -> list[st
 
 def render(report: DoctorReport, display: Display) -> Output:
     """What ``aikito doctor`` prints for ``report``."""
-    if display.as_json:
-        return Output(report.exit_code, document=document(report))
-    if report.error is not None:
-        return Output(report.exit_code, errors=error_lines(report.error, display))
-    return Output(report.exit_code, lines=tuple(text_report(report, display)))
+    return rendered(report, display, document, text_report)

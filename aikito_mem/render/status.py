@@ -19,7 +19,14 @@ from aikito_mem.commands.status import (
 )
 from aikito_mem.layout import DESCRIPTOR, INDEX_NAME, MEMORY_DIR
 from aikito_mem.model import CheckoutState
-from aikito_mem.render.text import Display, Output, error_json, error_lines, plural, printable
+from aikito_mem.render.text import (
+    Display,
+    Output,
+    error_json,
+    plural,
+    printable,
+    rendered,
+)
 from aikito_mem.world.descriptor import DescriptorState
 
 SCHEMA = "aikito.status/1"
@@ -198,8 +205,4 @@ def text_table(report: StatusReport, display: Display | None = None) -> list[str
 
 def render(report: StatusReport, display: Display) -> Output:
     """What ``aikito status`` prints for ``report``."""
-    if display.as_json:
-        return Output(report.exit_code, document=document(report))
-    if report.error is not None:
-        return Output(report.exit_code, errors=error_lines(report.error, display))
-    return Output(report.exit_code, lines=tuple(text_table(report, display)))
+    return rendered(report, display, document, text_table)

@@ -10,8 +10,8 @@ characters its own way.  Every text line is made printable *before* it is colour
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 import attrs
 
@@ -177,6 +177,31 @@ class Output(Value):
     document: Mapping[str, Any] | None = None
     lines: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
+
+
+class Reported(Protocol):
+    """A command's report as its renderer reads it: the exit code, and the error it
+    ended with (``None``: none)."""
+
+    @property
+    def exit_code(self) -> int: ...
+
+    @property
+    def error(self) -> AikitoError | None: ...
+
+
+_R = TypeVar("_R", bound=Reported)
+
+
+def rendered(report: _R, display: Display, document: Callable[[_R], Mapping[str, Any]],
+             text: Callable[[_R, Display], Iterable[str]]) -> Output:
+    """The :class:`Output` of a report that is either a text or an error: its JSON
+    ``document`` (``--json``), else the error's lines on stderr, else its ``text``."""
+    if display.as_json:
+        return Output(report.exit_code, document=document(report))
+    if report.error is not None:
+        return Output(report.exit_code, errors=error_lines(report.error, display))
+    return Output(report.exit_code, lines=tuple(text(report, display)))
 
 
 def error_json(error: AikitoError) -> dict[str, Any]:
