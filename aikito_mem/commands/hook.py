@@ -209,12 +209,17 @@ def _create(dir_fd: int) -> None:
     fsutil.fsync_dir(dir_fd)
 
 
-def install(path: str | None, *, dry_run: bool = False) -> HookReport:
-    """``aikito hook install [PATH] [--dry-run]``."""
+def _report(action: HookAction, path: str | None, dry_run: bool) -> tuple[HookReport, str]:
+    """The report of ``aikito hook ACTION [PATH]`` before anything is looked at, and the
+    hooks directory of PATH's repository."""
     where = _given(path)
     hooks = _hooks_dir(where)
-    hook = f"{hooks}/{HOOK_NAME}"
-    report = HookReport(HookAction.INSTALL, where, hook, dry_run=dry_run)
+    return HookReport(action, where, f"{hooks}/{HOOK_NAME}", dry_run=dry_run), hooks
+
+
+def install(path: str | None, *, dry_run: bool = False) -> HookReport:
+    """``aikito hook install [PATH] [--dry-run]``."""
+    report, hooks = _report(HookAction.INSTALL, path, dry_run)
     dir_fd = _open_hooks(hooks, create=not dry_run)
     if dir_fd is None:
         return attrs.evolve(report, outcome=HookOutcome.PLANNED)
@@ -238,10 +243,7 @@ def install(path: str | None, *, dry_run: bool = False) -> HookReport:
 
 def uninstall(path: str | None, *, dry_run: bool = False) -> HookReport:
     """``aikito hook uninstall [PATH] [--dry-run]``."""
-    where = _given(path)
-    hooks = _hooks_dir(where)
-    hook = f"{hooks}/{HOOK_NAME}"
-    report = HookReport(HookAction.UNINSTALL, where, hook, dry_run=dry_run)
+    report, hooks = _report(HookAction.UNINSTALL, path, dry_run)
     dir_fd = _open_hooks(hooks, create=False)
     if dir_fd is None:
         return attrs.evolve(report, outcome=HookOutcome.UNCHANGED)
