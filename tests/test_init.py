@@ -669,3 +669,24 @@ def test_repointing_re_reads_the_pointer_just_before_the_rename(
         init_workspace(str(root), environ=env(home))
     assert pointer.read_text() == "/gone/ws\n"
     assert sorted(os.listdir(pointer.parent)) == ["workspace"]  # no temporary file left
+
+
+def test_the_work_tree_root_without_git_is_the_nearest_directory_holding_dot_git(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """[U1]: where git cannot be started (not on PATH), ``init project`` walks up from
+    the current directory to the nearest ``.git``; with git, git answers."""
+    from aikito_mem.commands.init.paths import work_tree_root
+    from aikito_mem.world import git
+
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)  # not a repository git would accept
+    (repo / "src" / "deep").mkdir(parents=True)
+    (tmp_path / "ws").mkdir()
+    deep = str(repo / "src" / "deep")
+    assert work_tree_root(str(tmp_path / "ws"), None, deep) is None  # git: not a work tree
+    empty = tmp_path / "no-git"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    assert git.work_tree(deep) == git.Unavailable("git is not installed", started=False)
+    assert work_tree_root(str(tmp_path / "ws"), None, deep) == os.path.realpath(repo)
+    assert work_tree_root(str(tmp_path / "ws"), None, str(tmp_path / "ws")) is None

@@ -43,6 +43,9 @@ class Unavailable:
 
     #: Words for a message: ``git is not installed``, ``git ls-files failed: …``.
     reason: str
+    #: ``False`` when git could not be started at all (not installed, not executable):
+    #: a caller with another way to find out may take it.
+    started: bool = attrs.field(default=True, kw_only=True)
 
 
 class _Outside(enum.Enum):
@@ -100,11 +103,11 @@ def run(args: Sequence[str], cwd: str, *, stdin: bytes | None = None
         return subprocess.run(argv, stdin=null, input=stdin, capture_output=True,
                               env=_env(), timeout=GIT_TIMEOUT, check=False)
     except FileNotFoundError:
-        return Unavailable("git is not installed")
+        return Unavailable("git is not installed", started=False)
     except subprocess.TimeoutExpired:
         return Unavailable(f"git did not answer within {GIT_TIMEOUT:g} s (git {question})")
     except (OSError, ValueError) as exc:  # not executable, a NUL in a path…
-        return Unavailable(f"git {question} could not be run ({exc})")
+        return Unavailable(f"git {question} could not be run ({exc})", started=False)
     finally:
         if null is not None:
             os.close(null)

@@ -30,9 +30,6 @@ __all__ = [
     "workspace_target",
 ]
 
-#: Seconds ``git rev-parse --show-toplevel`` may take; past it, no checkout is assumed.
-GIT_TIMEOUT = 2.0
-
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 _POINTER_LIMIT = 64 * 1024
 
@@ -175,21 +172,18 @@ def checkout_registration(checkout: str, home: str | None) -> tuple[str, str]:
     return given, registered_form(given, home)
 
 
-def _git_toplevel(cwd: str) -> str | None:
-    """``git rev-parse --show-toplevel`` in ``cwd``; ``None`` outside a work tree or when
-    git fails; :class:`FileNotFoundError` when git is not installed."""
-    import subprocess
+def _work_tree_top(cwd: str) -> str | None:
+    """The top level of the git work tree holding ``cwd`` (asked through the git room),
+    ``None`` outside one or when git fails or is slow; where git cannot be started (not
+    installed), the nearest directory from ``cwd`` up that holds a ``.git``."""
+    from aikito_mem.world import git
 
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")}
-    try:
-        proc = subprocess.run(["git", "-C", cwd, "rev-parse", "--show-toplevel"],
-                              capture_output=True, text=True, errors="surrogateescape",
-                              env=env, timeout=GIT_TIMEOUT, check=False)
-    except subprocess.TimeoutExpired:
-        return None
-    top = proc.stdout.rstrip("\n")
-    return top if proc.returncode == 0 and os.path.isabs(top) else None
+    tree = git.work_tree(cwd)
+    if isinstance(tree, git.WorkTree):
+        return tree.top if os.path.isabs(tree.top) else None
+    if isinstance(tree, git.Unavailable) and not tree.started:
+        return _walk_up_for_git(cwd)
+    return None
 
 
 def _walk_up_for_git(cwd: str) -> str | None:
@@ -246,11 +240,7 @@ def work_tree_root(workspace: str, home: str | None, cwd: str | None = None) -> 
     ``None`` outside a work tree, or where that root can never be a checkout ([H1]: ``/``,
     the home directory, the workspace, anything inside it or above it).  Asks
     ``git rev-parse --show-toplevel`` (2 s at most); without git, walks up to a ``.git``."""
-    here = _cwd() if cwd is None else cwd
-    try:
-        root = _git_toplevel(here)
-    except OSError:  # git is not installed (or cannot be run)
-        root = _walk_up_for_git(here)
+    root = _work_tree_top(_cwd() if cwd is None else cwd)
     if root is None or _never_a_checkout(root, workspace, home):
         return None
     return root
