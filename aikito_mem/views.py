@@ -63,12 +63,13 @@ class CleanCheckout:
     #: when ``.agents`` is a real directory): path relative to the checkout → what is
     #: there (``ABSENT`` when a directory on the way is not a real directory).
     targets: tuple[tuple[str, Observed], ...] = ()
-    #: The directories on the way to an instruction target that holds a link: relative
-    #: path → (observation, names of its entries).
+    #: The directories on the way to an instruction target or a per-agent skills
+    #: directory: relative path → (observation, names of its entries — listed only
+    #: where a link is held below).
     parents: tuple[tuple[str, Observed, tuple[str, ...]], ...] = ()
     #: Each per-agent skills directory of the registry ([N1], e.g. ``.claude/skills``):
     #: relative path → what is there and, when a real directory, its entries (one
-    #: level).  Its parents holding a link below are in :attr:`parents`.
+    #: level).  The directories on the way to it are in :attr:`parents`.
     agent_skills: tuple[tuple[str, Observed, tuple[tuple[str, Observed], ...]], ...] = ()
 
 

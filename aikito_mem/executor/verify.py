@@ -81,12 +81,13 @@ def verify(plan: Plan, locks: Locks, *, environ: Mapping[str, str] | None = None
 
     ``environ`` is the environment the plan was made with ([H5]: the agent detection it
     recorded is re-checked with the same ``PATH``; ``None``: the process's)."""
+    if environ is None:
+        environ = os.environ
     if plan.kind is PlanKind.CLEAN:
-        return _verify_clean(plan, locks)
+        return _verify_clean(plan, locks, environ)
     diffs = _config_differences(plan)
     # Skills and instructions ([G7]): the instructions source and the agent registry.
-    diffs.extend(segment_differences(plan, os.environ if environ is None else environ,
-                                     plan.home or None))
+    diffs.extend(segment_differences(plan, environ, plan.home or None))
     pm = layout.project_memory(plan.workspace, plan.project)
     if observe.lstat(pm).exists != plan.project_memory_exists:
         diffs.append(
@@ -156,10 +157,11 @@ def _source_differences(plan: Plan) -> list[str]:
     return diffs
 
 
-def _verify_clean(plan: Plan, locks: Locks) -> list[str]:
+def _verify_clean(plan: Plan, locks: Locks, environ: Mapping[str, str]) -> list[str]:
     """[E2] for a clean plan ([L3]): the project's checkout paths (when it names a
-    project), the instruction targets of the agent registry, and per checkout every
-    directory and every target it was planned against."""
+    project), the instruction targets and the per-agent skills directories ([N1]) of the
+    agent registry, and per checkout every directory and every target it was planned
+    against."""
     from aikito_mem.config.registry import load_registry
     from aikito_mem.errors import ConfigError
 
@@ -175,14 +177,22 @@ def _verify_clean(plan: Plan, locks: Locks) -> list[str]:
             if config.sha256 != plan.config_digest:
                 diffs.append(f"agent.toml changed since planning ({plan.config_path})")
     try:
-        live = tuple(t.path for t in load_registry(plan.workspace).targets)
+        registry = load_registry(plan.workspace)
     except ConfigError as exc:
         diffs.append(f"the agent registry can no longer be loaded: {exc.message}")
     else:
+        live = tuple(t.path for t in registry.targets)
         planned = tuple(t.rel for t in plan.instruction_targets)
         if live != planned:
             diffs.append("instruction targets of the agent registry changed "
                          f"(now {list(live) or 'none'}, were {list(planned) or 'none'})")
+        from aikito_mem.world import agent_skills
+        from aikito_mem.world.segments import Detection
+
+        # [N1]: the per-agent skills directories the clean looked in, as for a sync (a
+        # clean records no detection, so none is asked again).
+        diffs.extend(agent_skills.differences(plan, registry,
+                                              Detection(registry, environ, plan.home or None)))
     diffs.extend(_checkout_differences(plan, locks))
     return diffs
 
@@ -278,7 +288,7 @@ def _verify_checkout(
 ) -> list[str]:
     tree = _Tree(fd)
     try:
-        return _verify_tree(co, fd, tree, ops)
+        return _verify_tree(co, fd, tree, tuple(ops))
     finally:
         tree.close()
 
@@ -323,7 +333,30 @@ def _verify_tree(
         if not _same(op.observed, live, identity=True, entry=True):
             diffs.append(f"target {op.target} is now {_what(live, op.observed)} "
                          f"(was {_what(op.observed)})")
+    diffs.extend(_prune_differences(prefix, tree, ops))
     return list(dict.fromkeys(diffs))
+
+
+def _prune_differences(prefix: str, tree: _Tree, ops: Iterable[tuple[int, Operation]]
+                       ) -> list[str]:
+    """A directory the plan prunes ([P2], [L3]) was planned empty once the plan's own
+    removals inside it are done: an entry that appeared in it since is a difference,
+    named before the first write rather than found by the ``rmdir`` after others
+    ([E2]).  Listed only where a prune is planned (never on a steady-state sync)."""
+    removed = {op.target[len(prefix):] for _, op in ops if op.action is Action.UNLINK}
+    diffs: list[str] = []
+    for _, op in ops:
+        if op.action is not Action.UNLINK or op.entry != "directory":
+            continue
+        rel = op.target[len(prefix):]
+        fd = tree.dir(rel)
+        if fd is None:
+            continue  # gone or replaced: its own observation names that
+        kept = sorted(n for n in os.listdir(fd) if f"{rel}/{n}" not in removed)
+        if kept:
+            diffs.append(f"directory {op.target} now holds {', '.join(map(repr, kept))}, "
+                         "which the plan does not remove (it was to be pruned, left empty)")
+    return diffs
 
 
 def segment_differences(plan: Plan, environ: Mapping[str, str],

@@ -221,12 +221,12 @@ class _Planner:
         """A segment root (``.agents/memory``, ``.agents/skills`` or a per-agent skills
         directory): its links, then its directories deepest first, then itself — a
         directory not aikito's own (``own`` false) only when the clean emptied it."""
+        self.dirs[root] = obs  # whatever it is, nothing included: re-checked ([E2])
         if not obs.exists:
             return
         if obs.kind is not Kind.DIR:
             self.foreign(root, obs)
             return
-        self.dirs[root] = obs
         by_rel = dict(entries)
         children: dict[str, list[str]] = {}
         for rel, _ in entries:
@@ -268,10 +268,10 @@ class _Planner:
     def plan(self) -> None:
         co = self.co
         agents = co.agents
+        self.dirs[AGENTS_DIR] = agents  # whatever it is, nothing included ([E2])
         if agents.exists and agents.kind is not Kind.DIR:
             self.foreign(AGENTS_DIR, agents)
         elif agents.kind is Kind.DIR:
-            self.dirs[AGENTS_DIR] = agents
             self.tree(_SKILLS, SKILLS_DIR, co.skills, co.skills_entries)
             self.tree(_MEM, MEMORY_DIR, co.memory, co.memory_entries)
         for rel, obs, entries in co.agent_skills:

@@ -3,9 +3,10 @@
 The same calls a sync observes with — ``lstat``, ``readlink``, the observing room's walk
 (never through a link, never into a mount point) — for ``.agents`` (one level),
 ``.agents/memory`` (recursively), ``.agents/skills`` (one level), every instruction
-target of the registry and the legacy ``.agents/AGENTS.md``, and the directories on the
-way to an instruction target that holds a link (one level each, to know whether the
-clean empties them).  Nothing is read or written; :mod:`aikito_mem.planner.clean` decides.
+target of the registry and the legacy ``.agents/AGENTS.md``, the per-agent skills
+directories ([N1]), and the directories on the way to those (one level each where a
+link is held below, to know whether the clean empties them).  Nothing is read or
+written; :mod:`aikito_mem.planner.clean` decides.
 """
 
 from __future__ import annotations
@@ -63,21 +64,41 @@ def _target(checkout: str, rel: str, observer: Observer
     return observer.look(f"{checkout}/{rel}", identity=False), parents
 
 
-def _skill_dir(co: str, rel: str, observer: Observer,
-               parents: dict[str, tuple[Observed, tuple[str, ...]]]
+class _Parents:
+    """The directories on the way to the instruction targets and the per-agent skills
+    directories: each as observed (re-checked before the first write, [E2]: one that
+    appears, vanishes or is replaced makes the plan stale) and, below which a link is
+    held, the names of its entries (to know whether the clean empties it)."""
+
+    def __init__(self, co: str, observer: Observer) -> None:
+        self.co = co
+        self.observer = observer
+        self.found: dict[str, tuple[Observed, tuple[str, ...]]] = {}
+        self.listed: set[str] = set()
+
+    def add(self, on_the_way: tuple[tuple[str, Observed], ...], *, holds_link: bool
+            ) -> None:
+        for prel, pobs in on_the_way:
+            if prel in self.listed or (prel in self.found and not holds_link):
+                continue
+            names: tuple[str, ...] = ()
+            if holds_link:
+                self.listed.add(prel)
+                names = tuple(n for n, _ in self.observer.scan(
+                    f"{self.co}/{prel}", pobs, recursive=False))
+            self.found[prel] = (pobs, names)
+
+
+def _skill_dir(co: str, rel: str, observer: Observer, parents: _Parents
                ) -> tuple[str, Observed, tuple[tuple[str, Observed], ...]]:
     """A per-agent skills directory ([N1]): what is there, its entries (one level), and
-    — when it holds a link — the directories on the way, into ``parents``."""
+    the directories on the way, into ``parents``."""
     obs, on_the_way = _target(co, rel, observer)
     if obs.kind is Kind.DIR:
         obs = observer.identity(f"{co}/{rel}", obs)
     entries = (observer.scan(f"{co}/{rel}", obs, recursive=False)
                if obs.kind is Kind.DIR else ())
-    if any(e.kind is Kind.LINK for _, e in entries):
-        for prel, pobs in on_the_way:
-            if prel not in parents:
-                parents[prel] = (pobs, tuple(n for n, _ in observer.scan(
-                    f"{co}/{prel}", pobs, recursive=False)))
+    parents.add(on_the_way, holds_link=any(e.kind is Kind.LINK for _, e in entries))
     return rel, obs, entries
 
 
@@ -113,17 +134,11 @@ def observe_checkout(slot: Slot, targets: tuple[str, ...], observer: Observer,
                                                recursive=False)
             legacy = dict(agents_entries).get(LEGACY_INSTRUCTIONS.rpartition("/")[2], ABSENT)
             found.append((LEGACY_INSTRUCTIONS, legacy))
-        parents: dict[str, tuple[Observed, tuple[str, ...]]] = {}
+        parents = _Parents(co, observer)
         for rel in targets:
             obs, on_the_way = _target(co, rel, observer)
             found.append((rel, obs))
-            if obs.kind is not Kind.LINK:
-                continue
-            for prel, pobs in on_the_way:
-                if prel not in parents:
-                    names = tuple(n for n, _ in observer.scan(f"{co}/{prel}", pobs,
-                                                              recursive=False))
-                    parents[prel] = (pobs, names)
+            parents.add(on_the_way, holds_link=obs.kind is Kind.LINK)
         agent_skills = tuple(_skill_dir(co, rel, observer, parents) for rel in skill_dirs)
     except OSError as exc:
         return CleanCheckout(slot.label, co, CheckoutState.INVALID,
@@ -132,6 +147,6 @@ def observe_checkout(slot: Slot, targets: tuple[str, ...], observer: Observer,
     return CleanCheckout(
         slot.label, co, CheckoutState.ACTIVE, None, root, agents, agents_entries, memory,
         memory_entries, skills, skills_entries, tuple(found),
-        tuple((rel, obs, names) for rel, (obs, names) in sorted(parents.items())),
+        tuple((rel, obs, names) for rel, (obs, names) in sorted(parents.found.items())),
         agent_skills,
     )
