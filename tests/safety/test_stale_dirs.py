@@ -219,6 +219,20 @@ def test_a_clean_whose_pruned_directories_changed_is_stale_before_any_write(
     assert_stale(info, expected)
 
 
+def test_a_clean_planned_without_agents_is_stale_when_it_appears(ws: WS) -> None:
+    co = world(ws, claude_dir=True, sync_next=False)
+    shutil.rmtree(f"{co}/.agents")
+    plan = cleaner(ws).plan()
+    assert writes(plan) == {Action.UNLINK}  # in .claude/skills
+    os.makedirs(f"{co}/.agents/skills")
+    skill_link(ws, f"{co}/.agents/skills/review")
+    before = snapshot(*ws.roots())
+    with pytest.raises(StalePlanError) as info:
+        execute(plan)
+    assert snapshot(*ws.roots()) == before
+    assert_stale(info, "/.agents is now a directory (was nothing)")
+
+
 def test_a_sync_whose_pruned_directory_gained_an_entry_is_stale_before_any_write(
         ws: WS) -> None:
     ws.add_file("team/a.md", "a\n")
