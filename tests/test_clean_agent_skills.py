@@ -113,8 +113,8 @@ def _unlink(co: str, rel: str, entry: str = "link") -> Operation:
                      entry=entry, segment=_SKILLS)
 
 
-def _with(plan: Plan, *ops: Operation) -> Plan:
-    return attrs.evolve(plan, operations=(*plan.operations, *ops))
+def _with(plan: Plan, op: Operation) -> Plan:
+    return attrs.evolve(plan, operations=(*plan.operations, op))
 
 
 @pytest.mark.parametrize("case", ["another name's link", "a user directory",
@@ -131,19 +131,16 @@ def test_the_guard_refuses_a_tampered_op(ws: WS, case: str) -> None:
                                                                            ".cursor"))
     plan = cleaner(ws).plan()
     guard.check(plan)  # what the planner plans, the guard accepts
-    # Each tampered plan is true to the world (verification passes: a directory it
-    # prunes holds only what it removes), so the guard alone refuses it.
-    ops = {
-        "another name's link": (_unlink(co, ".claude/skills/alias"),),
-        "a user directory": (_unlink(co, ".claude/skills/mine", "directory"),),
-        "a directory outside": (_unlink(co, ".codex/skills/lint"),
-                                _unlink(co, ".codex/skills", "directory")),
-        "an unregistered directory": (_unlink(co, ".codex/skills/lint"),),
-        "a directory nothing emptied": (_unlink(co, ".cursor/skills", "directory"),),
+    op = {
+        "another name's link": _unlink(co, ".claude/skills/alias"),
+        "a user directory": _unlink(co, ".claude/skills/mine", "directory"),
+        "a directory outside": _unlink(co, ".codex/skills", "directory"),
+        "an unregistered directory": _unlink(co, ".codex/skills/lint"),
+        "a directory nothing emptied": _unlink(co, ".cursor/skills", "directory"),
     }[case]
     before = snapshot(*ws.roots())
     with pytest.raises(UnsafePlanError):
-        execute(_with(plan, *ops))
+        execute(_with(plan, op))
     assert snapshot(*ws.roots()) == before
 
 

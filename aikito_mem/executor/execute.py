@@ -34,7 +34,7 @@ from aikito_mem.executor.lock import (
     open_root,
 )
 from aikito_mem.executor.relink import rename_over
-from aikito_mem.executor.verify import operations_by_checkout, verify
+from aikito_mem.executor.verify import operations_by_checkout, prune_differences, verify
 from aikito_mem.fsutil import DIR_NOFOLLOW
 from aikito_mem.model import (
     SEGMENT_ORDER,
@@ -323,12 +323,8 @@ def execute(
     held = locks if locks is not None else Locks()
     with signals.installed():
         try:
-            _checked(plan, held, own_locks, lock_timeout, always_verify, environ)
-            if plan.has_changes:  # a plan without writes passes the guard at once ([§12])
-                from aikito_mem.executor.guard import check
-
-                # [E9]: no write the engine would not derive.
-                check(plan, environ=environ, config=config, home=home)
+            _checked(plan, held, own_locks, lock_timeout, always_verify, environ,
+                     (config, home))
             with signals.deferred():
                 return _apply(plan, held)
         finally:
@@ -337,9 +333,11 @@ def execute(
 
 
 def _checked(plan: Plan, held: Locks, own_locks: bool, lock_timeout: float,
-             always_verify: bool, environ: Mapping[str, str] | None) -> None:
-    """Take the locks ([E3]) and re-check every recorded observation ([E2]).  Nothing is
-    in flight here: a signal ends it at once, with nothing written."""
+             always_verify: bool, environ: Mapping[str, str] | None,
+             known: tuple[ProjectConfig | None, str | None]) -> None:
+    """Lock ([E3]), verify ([E2]), guard ([E9]; ``known``: the caller's agent.toml parse
+    and home), then the directories the plan prunes ([E2]).  Nothing is in flight here:
+    a signal ends it at once, with nothing written."""
     try:
         with signals.interruptible():
             if own_locks:
@@ -351,6 +349,11 @@ def _checked(plan: Plan, held: Locks, own_locks: bool, lock_timeout: float,
         if exc.result is None:
             exc.result = refused(plan, "interrupted")
         raise
+    if not diffs and plan.has_changes:  # a plan without writes passes the guard at once
+        from aikito_mem.executor.guard import check
+
+        check(plan, environ=environ, config=known[0], home=known[1])
+        diffs = prune_differences(plan, held)
     if diffs:
         raise StalePlanError(
             "the plan is stale — the world changed since it was made; nothing was "

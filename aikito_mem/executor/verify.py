@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from aikito_mem import layout
 from aikito_mem.executor.lock import Locks
@@ -288,7 +288,7 @@ def _verify_checkout(
 ) -> list[str]:
     tree = _Tree(fd)
     try:
-        return _verify_tree(co, fd, tree, tuple(ops))
+        return _verify_tree(co, fd, tree, ops)
     finally:
         tree.close()
 
@@ -333,30 +333,44 @@ def _verify_tree(
         if not _same(op.observed, live, identity=True, entry=True):
             diffs.append(f"target {op.target} is now {_what(live, op.observed)} "
                          f"(was {_what(op.observed)})")
-    diffs.extend(_prune_differences(prefix, tree, ops))
     return list(dict.fromkeys(diffs))
 
 
-def _prune_differences(prefix: str, tree: _Tree, ops: Iterable[tuple[int, Operation]]
-                       ) -> list[str]:
-    """A directory the plan prunes ([P2], [L3]) was planned empty once the plan's own
-    removals inside it are done: an entry that appeared in it since is a difference,
-    named before the first write rather than found by the ``rmdir`` after others
-    ([E2]).  Listed only where a prune is planned (never on a steady-state sync)."""
-    removed = {op.target[len(prefix):] for _, op in ops if op.action is Action.UNLINK}
+def prune_differences(plan: Plan, locks: Locks) -> list[str]:
+    """[E2] for the directories ``plan`` prunes ([P2], [L3]): each was planned empty once
+    the plan's own removals inside it are done, so an entry that appeared in one since is
+    a difference — named before the first write rather than found by the ``rmdir`` after
+    other writes.  Listed only where a prune is planned (never on a steady-state sync);
+    run after the writer's guard, so a plan that prunes a directory aikito never prunes
+    is refused as such ([E9])."""
     diffs: list[str] = []
-    for _, op in ops:
-        if op.action is not Action.UNLINK or op.entry != "directory":
+    by_checkout = operations_by_checkout(plan)
+    for co in plan.checkouts:
+        ops = [op for _, op in by_checkout.get(co.path, ()) if op.action is Action.UNLINK]
+        fd = locks.fds.get(co.path)
+        if fd is None or not any(op.entry == "directory" for op in ops):
+            continue
+        tree = _Tree(fd)
+        try:
+            diffs.extend(_kept_entries(f"{co.path}/", tree, ops))
+        finally:
+            tree.close()
+    return diffs
+
+
+def _kept_entries(prefix: str, tree: _Tree, unlinks: list[Operation]) -> Iterator[str]:
+    removed = {op.target[len(prefix):] for op in unlinks}
+    for op in unlinks:
+        if op.entry != "directory":
             continue
         rel = op.target[len(prefix):]
         fd = tree.dir(rel)
         if fd is None:
-            continue  # gone or replaced: its own observation names that
+            continue  # gone or replaced: verification named that
         kept = sorted(n for n in os.listdir(fd) if f"{rel}/{n}" not in removed)
         if kept:
-            diffs.append(f"directory {op.target} now holds {', '.join(map(repr, kept))}, "
-                         "which the plan does not remove (it was to be pruned, left empty)")
-    return diffs
+            yield (f"directory {op.target} now holds {', '.join(map(repr, kept))}, which "
+                   "the plan does not remove (it was to be pruned, left empty)")
 
 
 def segment_differences(plan: Plan, environ: Mapping[str, str],
