@@ -17,9 +17,14 @@ import attrs
 from aikito_mem import layout
 from aikito_mem.config.names import entry_problem
 from aikito_mem.errors import ConfigError, UnsafePlanError
+from aikito_mem.executor.guard_checkouts import (
+    allowed_checkouts,
+    checkout_refusals,
+    foreign_checkout,
+    live_config,
+)
 from aikito_mem.model import (
     Action,
-    CheckoutState,
     Kind,
     Operation,
     Plan,
@@ -189,47 +194,10 @@ SEGMENTS: dict[SegmentName, SegmentRule] = {
 }
 
 
-def _live_config(plan: Plan, environ: Mapping[str, str] | None, known: ProjectConfig | None,
-                 known_home: str | None) -> tuple[ProjectConfig, str | None]:
-    """The configuration of the live ``agent.toml`` bytes, and the home directory ``~``
-    is expanded with: the home of the run's environment ([H5]).  ``known`` (the engine's
-    own parse, with the ``known_home`` it expanded ``~`` with) is re-used only when the
-    live bytes are exactly its bytes — keyed by their digest, never by anything the plan
-    claims ([P6]) — and it was parsed with that same home."""
-    from aikito_mem.config.agent_toml import parse_project_config
-    from aikito_mem.config.discovery import home_directory
-    from aikito_mem.config.projects import read_config_bytes
-    from aikito_mem.fsutil import sha256_hex
-
-    data, project_dir, config_path = read_config_bytes(plan.workspace, plan.project)
-    home = home_directory(environ)
-    if (known is not None and (known_home or "") == (home or "")
-            and (known.config_path, known.sha256) == (config_path, sha256_hex(data))):
-        return known, home
-    return parse_project_config(data, name=plan.project, project_dir=project_dir,
-                                config_path=config_path, home=home or ""), home
-
-
-def _allowed_checkouts(plan: Plan, config: ProjectConfig, home: str | None
-                       ) -> tuple[set[str], str]:
-    """Physical paths a write may go to, and how they were found (for messages): never a
-    place [H1] refuses, whatever the plan says."""
-    from aikito_mem.world import checkouts as _checkouts
-    from aikito_mem.world.observe import Observer
-
-    if plan.explicit_path is not None:
-        slot, _ = _checkouts.explicit_slot(config, plan.explicit_path, Observer(),
-                                           home=home or "")
-        return {slot.path}, f"the checkout named explicitly ({plan.explicit_path})"
-    active = {s.path for s in _checkouts.slots(config, Observer(), home=home or "")
-              if s.state is CheckoutState.ACTIVE}
-    return active, f"the active checkouts {config.config_path} lists"
-
-
 def _refusals(plan: Plan, environ: Mapping[str, str] | None, known: ProjectConfig | None,
               known_home: str | None) -> Iterator[str]:
     try:
-        config, home = _live_config(plan, environ, known, known_home)
+        config, home = live_config(plan, environ, known, known_home)
     except ConfigError as exc:
         yield f"the project's agent.toml cannot be loaded to check the plan: {exc.message}"
         return
@@ -249,21 +217,12 @@ def _refusals(plan: Plan, environ: Mapping[str, str] | None, known: ProjectConfi
             yield ("the plan registers a checkout without the sha256 of agent.toml that the "
                    "compare-and-swap needs ([K4])")
     try:
-        allowed, how = _allowed_checkouts(plan, config, home)
+        allowed, how = allowed_checkouts(plan, config, home)
     except ConfigError as exc:
         yield f"the checkout named explicitly cannot be used: {exc.message}"
         return
-    active: set[str] = set()
-    for co in plan.checkouts:
-        if co.state is not CheckoutState.ACTIVE:
-            continue
-        if co.path in active:
-            yield f"the plan lists checkout {co.path} twice; expected each checkout once"
-        active.add(co.path)
-        if co.path not in allowed:
-            listing = ", ".join(sorted(allowed)) or "none"
-            yield (f"checkout {co.path} is not one aikito may write to: expected one of "
-                   f"{how} ({listing})")
+    active, refused = checkout_refusals(plan, allowed, how, verb="write to")
+    yield from refused
     ctx = _Context(plan, config)
     # Directories the plan's own unlinks empty: the only ones it may prune ([P2]).
     emptied: set[tuple[str, SegmentName, str]] = set()
@@ -304,9 +263,9 @@ def _prefix(op: Operation, rule: SegmentRule, ctx: _Context) -> str:
 def _refuse(op: Operation, ctx: _Context, active: set[str],
             emptied: set[tuple[str, SegmentName, str]]) -> str | None:
     """:func:`_refuse_op` without the leading words (built only for a refusal)."""
-    if op.checkout not in active:
-        return (f" is for checkout {op.checkout!r}, which is not an active checkout "
-                "of the plan")
+    foreign = foreign_checkout(op.checkout, active)
+    if foreign is not None:
+        return foreign
     segment = op.segment
     rule = SEGMENTS.get(segment)
     if rule is None:
@@ -356,26 +315,6 @@ def _refuse(op: Operation, ctx: _Context, active: set[str],
     return None
 
 
-def _clean_checkouts(plan: Plan, environ: Mapping[str, str] | None
-                     ) -> tuple[set[str], str] | str:
-    """Where a clean plan may write ([L3]): the active checkouts the live ``agent.toml``
-    lists (or the one named), or for ``clean PATH`` that one checkout — and how they
-    were found; a message when they cannot be known."""
-    try:
-        if plan.project:
-            config, home = _live_config(plan, environ, None, None)
-            return _allowed_checkouts(plan, config, home)
-        if plan.explicit_path is None:
-            return set(), "a checkout named explicitly (the plan names none)"
-        from aikito_mem.world.clean import path_slot
-        from aikito_mem.world.observe import Observer
-
-        slot = path_slot(plan.explicit_path, plan.workspace, Observer())
-        return {slot.path}, f"the checkout named explicitly ({plan.explicit_path})"
-    except ConfigError as exc:
-        return f"the checkouts of the clean cannot be checked: {exc.message}"
-
-
 def check(plan: Plan, *, environ: Mapping[str, str] | None = None,
           config: ProjectConfig | None = None, home: str | None = None) -> None:
     """Refuse ``plan`` before its first write unless every write is one the engine
@@ -394,8 +333,7 @@ def check(plan: Plan, *, environ: Mapping[str, str] | None = None,
     if plan.kind is PlanKind.CLEAN:
         from aikito_mem.executor import guard_clean
 
-        checkouts = _clean_checkouts(plan, environ)
-        refusals = tuple(dict.fromkeys(guard_clean.refusals(plan, checkouts)))
+        refusals = tuple(dict.fromkeys(guard_clean.refusals(plan, environ)))
         again = guard_clean.again(plan)
     else:
         refusals = tuple(dict.fromkeys(_refusals(plan, environ, config, home)))

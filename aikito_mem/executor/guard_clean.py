@@ -14,10 +14,15 @@ is not empty).  A CREATE, or any other write, is refused.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from aikito_mem.errors import ConfigError
-from aikito_mem.model import Action, CheckoutState, Kind, Observed, Plan, SegmentName
+from aikito_mem.executor.guard_checkouts import (
+    checkout_refusals,
+    clean_checkouts,
+    foreign_checkout,
+)
+from aikito_mem.model import Action, Kind, Observed, Plan, SegmentName
 from aikito_mem.planner.clean import owner, place, prune_segment
 
 
@@ -30,10 +35,11 @@ def again(plan: Plan) -> str:
     return f"aikito clean {what} --dry-run"
 
 
-def refusals(plan: Plan, checkouts: tuple[set[str], str] | str) -> Iterator[str]:
-    """Every write of the clean ``plan`` the engine would not derive; ``checkouts`` is
-    where it may write and how that was found (the guard derives it from the live
-    world), or why that cannot be known."""
+def refusals(plan: Plan, environ: Mapping[str, str] | None = None) -> Iterator[str]:
+    """Every write of the clean ``plan`` the engine would not derive; where it may
+    write is derived from the live world, read with the run's environment ``environ``
+    ([H5]; ``None``: the process's)."""
+    checkouts = clean_checkouts(plan, environ)
     if isinstance(checkouts, str):
         yield checkouts
         return
@@ -46,17 +52,8 @@ def refusals(plan: Plan, checkouts: tuple[set[str], str] | str) -> Iterator[str]
         skill_dirs = frozenset(d.path for d in registry.skill_dirs)
     except ConfigError:
         targets = skill_dirs = frozenset()
-    active: set[str] = set()
-    for co in plan.checkouts:
-        if co.state is not CheckoutState.ACTIVE:
-            continue
-        if co.path in active:
-            yield f"the plan lists checkout {co.path} twice; expected each checkout once"
-        active.add(co.path)
-        if co.path not in allowed:
-            listing = ", ".join(sorted(allowed)) or "none"
-            yield (f"checkout {co.path} is not one aikito may clean: expected one of {how} "
-                   f"({listing})")
+    active, refused = checkout_refusals(plan, allowed, how, verb="clean")
+    yield from refused
     # Directories with a planned removal inside: the only ones but aikito's own runtime
     # directories a clean may prune.
     holding = {op.target.rpartition("/")[0] for op in plan.operations
@@ -80,8 +77,9 @@ def _refuse(checkout: str, target: str, entry: str, segment: SegmentName,
             observed: Observed, places: tuple[frozenset[str], frozenset[str]],
             holding: set[str],
             active: set[str], workspace: str, project: str | None) -> str | None:
-    if checkout not in active:
-        return f" is for checkout {checkout!r}, which is not an active checkout of the plan"
+    foreign = foreign_checkout(checkout, active)
+    if foreign is not None:
+        return foreign
     if not target.startswith(checkout + "/"):
         return f" is outside checkout {checkout}; expected a path inside it"
     rel = target[len(checkout) + 1:]
