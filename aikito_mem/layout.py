@@ -7,6 +7,9 @@ renderers — so a path is spelt in one place.  Pure string functions: no I/O.
 
 from __future__ import annotations
 
+import posixpath
+from collections.abc import Iterable
+
 #: The runtime tree of a checkout, relative to the checkout root.
 AGENTS_DIR = ".agents"
 MEMORY_DIR = f"{AGENTS_DIR}/memory"
@@ -123,4 +126,25 @@ def relink_base(name: str) -> str | None:
         base = name[1:-len(RELINK_SUFFIX)]
         if base and base not in (".", ".."):
             return base
+    return None
+
+
+def literal_resolves_to(literal: str, link_dir: str, expected: str) -> bool:
+    """[O1]: the literal names ``expected`` byte for byte, or is a relative literal that,
+    joined to the link's directory and normalised lexically, equals it."""
+    if literal == expected:
+        return True
+    if literal.startswith("/") or not literal:
+        return False
+    return posixpath.normpath(posixpath.join(link_dir, literal)) == expected
+
+
+def owns(literal: str | None, link_dir: str, candidates: Iterable[str]) -> str | None:
+    """The candidate ``literal`` names, or ``None`` when the link is not ours ([O1]):
+    the planners' ownership test, and what observation asks before asking git ([L1])."""
+    if literal is None:
+        return None
+    for cand in candidates:
+        if literal_resolves_to(literal, link_dir, cand):
+            return cand
     return None

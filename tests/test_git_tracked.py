@@ -205,8 +205,8 @@ def _git_calls(ws: WS, *args: str) -> tuple[int, list[list[str]], dict[str, obje
 
 @needs_git
 def test_a_warm_sync_starts_no_subprocess(ws: WS) -> None:
-    """The structural half of §15's cost rule: a sync with everything linked (and a
-    foreign link at a target) asks git nothing."""
+    """The structural half of §15's cost rule: a sync with everything linked asks git
+    nothing; a foreign link at a target is asked about ([L1]: a committed link)."""
     ws.add_skill("review")
     ws.write_instructions("demo", "# ws\n")
     ws.add_file("style.md", "s\n")
@@ -218,10 +218,14 @@ def test_a_warm_sync_starts_no_subprocess(ws: WS) -> None:
     assert code == 0 and doc["outcome"] == "unchanged"
     assert calls == [] and "subprocess.Popen" not in RECORDER.seen
     assert "open" in RECORDER.seen  # the witness was live
-    os.symlink("/elsewhere", f"{co}/CLAUDE.md")  # a foreign link: not a file git is asked
     ws.add_agent("claude", '[agents.claude]\nproject_instruction_path = "CLAUDE.md"\n')
+    assert sync(ws)[0] == 0  # CLAUDE.md linked: owned from now on
+    code, calls, doc = _git_calls(ws)
+    assert code == 0 and doc["outcome"] == "unchanged" and calls == []
+    os.unlink(f"{co}/CLAUDE.md")
+    os.symlink("/elsewhere", f"{co}/CLAUDE.md")  # a foreign link: git is asked about it
     _code, calls, _doc = _git_calls(ws, "--dry-run")
-    assert calls == []
+    assert [c[c.index("--") + 1:] for c in calls] == [["CLAUDE.md"]]
 
 
 @needs_git
@@ -336,18 +340,18 @@ def test_skills_table_tracked_is_skip(kind: Kind) -> None:
 
 @pytest.mark.parametrize("obs", [Observed(Kind.FILE, None, 1, 2), Observed(Kind.DIR, None, 1, 2),
                                  Observed(Kind.LINK, "/elsewhere", 1, 2), ABSENT])
-def test_instructions_table_tracked_applies_only_to_files_and_directories(
+def test_instructions_table_tracked_applies_to_files_directories_and_links(
         obs: Observed) -> None:
     source = InstructionSource("/ws/projects/demo/AGENTS.md", InstructionState.CONTENT)
     view = InstructionsView((InstructionTargetView("AGENTS.md", ("codex",), False, obs),))
     ops, findings, _ = planner_instructions.plan_checkout(
         "/co", source, view, frozenset({"/co/AGENTS.md"}))
     [op] = ops
-    if obs.kind in (Kind.FILE, Kind.DIR):
+    if obs.kind is not Kind.ABSENT:  # a committed link too ([L1])
         assert (op.action, op.rule, op.reason) == (Action.SKIP, "L1", "tracked by git")
         assert [f.code for f in findings] == ["git.tracked_target"]
     else:
-        assert op.action is (Action.CREATE if obs.kind is Kind.ABSENT else Action.CONFLICT)
+        assert op.action is Action.CREATE
         assert not findings
 
 

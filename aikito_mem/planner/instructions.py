@@ -13,6 +13,7 @@ content                       missing, parent missing                   CREATE (
                                                                         else SKIP
 content                       owned link                                NOOP
 content                       file, directory, foreign link             CONFLICT
+content                       one of those that git tracks              SKIP ([L1])
 empty or absent               owned link                                UNLINK
 empty or absent               anything else                             nothing
 unsafe                        anything                                  CONFLICT
@@ -41,7 +42,8 @@ from aikito_mem.model import (
 )
 from aikito_mem.planner.memory import owns
 from aikito_mem.planner.moved import R_MOVED, moved_literal
-from aikito_mem.planner.skills import R_TRACKED, TRACKED_REASON, tracked_finding
+from aikito_mem.planner.remedies import foreign_link_remedy
+from aikito_mem.planner.skills import R_TRACKED, TRACKED_REASON, is_tracked, tracked_finding
 from aikito_mem.views import InstructionsView, InstructionTargetView
 
 R_INSTR = "G4"
@@ -136,13 +138,19 @@ def _plan_target(checkout: str, source: InstructionSource,
         return attrs.evolve(_op(Action.CREATE, checkout, rel, f"relinked from {moved[0]}",
                                 src, observed=obs), rule=R_MOVED)
     what = f"{checkout}/{rel}"
-    if what in tracked and obs.kind in (Kind.FILE, Kind.DIR):
-        # [L1]: a committed AGENTS.md / CLAUDE.md is the repository's own.
+    if is_tracked(what, obs, tracked):
+        # [L1]: a committed AGENTS.md / CLAUDE.md is the repository's own — a file, or a
+        # committed symlink such as ``CLAUDE.md -> AGENTS.md``.
         return Operation(Action.SKIP, R_TRACKED, checkout, what, TRACKED_REASON,
                          resource=rel, source=src, observed=obs, segment=_SEG)
-    remedy = (f"{what} is {_agents_words(target)} of this checkout and not aikito's: keep it "
-              f"and leave the project instructions unlinked there, or move it into {src} "
-              "and remove it, then run again (aikito never overwrites it)")
+    if obs.kind is Kind.LINK:  # moving a link into the workspace would break it
+        remedy = (f"{what} is a link of this checkout that aikito does not own: keep it "
+                  "and leave the project instructions unlinked there, or "
+                  f"{foreign_link_remedy(what)}")
+    else:
+        remedy = (f"{what} is {_agents_words(target)} of this checkout and not aikito's: "
+                  f"keep it and leave the project instructions unlinked there, or move it "
+                  f"into {src} and remove it, then run again (aikito never overwrites it)")
     if obs.kind is Kind.FILE:  # [L5]: adopt resolves an identical copy
         remedy += (f"; aikito adopt {what} replaces it with the link when it holds the same "
                    f"text as {src} (and shows the differences otherwise)")
@@ -157,8 +165,8 @@ def plan_checkout(
     workspace: str | None = None, moved_from: str | None = None,
 ) -> tuple[list[Operation], list[Finding], list[tuple[str, Observed]]]:
     """(operations, findings, directories relied on) of one active checkout ([G4]);
-    ``tracked``: the targets (absolute paths) whose file or directory git tracks
-    ([L1]); ``moved_from`` is ``--moved-from OLD`` ([L4])."""
+    ``tracked``: the targets (absolute paths) whose file, directory or link git
+    tracks ([L1]); ``moved_from`` is ``--moved-from OLD`` ([L4])."""
     ops: list[Operation] = []
     findings: list[Finding] = []
     dirs: dict[str, Observed] = {}

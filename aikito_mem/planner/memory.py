@@ -1,15 +1,14 @@
 """The memory segment's planner: (resources, checkout observations) → frozen :class:`Plan`.
 
-No I/O of any kind, ``posixpath`` for lexical joins only (an audit hook in
-``tests/test_planner.py`` proves it).  The [P1] table is the data :data:`TARGET_RULES`;
-the [P2] stale and pruning rules are :meth:`_CheckoutPlanner.plan_stale` and
-:meth:`_CheckoutPlanner.plan_prunes`; ownership ([O1]/[O2]) is :func:`owns` and
-:func:`history`.
+No I/O of any kind (an audit hook in ``tests/test_planner.py`` proves it).  The [P1]
+table is the data :data:`TARGET_RULES`; the [P2] stale and pruning rules are
+:meth:`_CheckoutPlanner.plan_stale` and :meth:`_CheckoutPlanner.plan_prunes`; ownership
+([O1]/[O2]) is :func:`owns` (the rule lives in :mod:`aikito_mem.layout`, where
+observation applies it too, [L1]) and :func:`history`.
 """
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Callable, Iterable
 
 from aikito_mem.config.names import entry_problem
@@ -19,8 +18,10 @@ from aikito_mem.layout import (
     INDEX_NAME,
     MEMORY_DIR,
     NOTES,
+    literal_resolves_to,
     memory_source,
     memory_target,
+    owns,
 )
 from aikito_mem.model import (
     ABSENT,
@@ -39,7 +40,13 @@ from aikito_mem.model import (
 )
 from aikito_mem.planner.checkout import finding_order, offline_reason, planned_state
 from aikito_mem.planner.moved import R_MOVED, moved_literal, relink_target
-from aikito_mem.planner.remedies import adopt_remedy, foreign_finding, quote, unmount_remedy
+from aikito_mem.planner.remedies import (
+    adopt_remedy,
+    foreign_finding,
+    foreign_link_remedy,
+    quote,
+    unmount_remedy,
+)
 from aikito_mem.views import CheckoutView
 
 __all__ = ["build_plan", "history", "literal_resolves_to", "owns"]
@@ -59,30 +66,10 @@ R_NOOP = "INV-MEM-10"
 R_SHADOW = "S4"
 
 
-def literal_resolves_to(literal: str, link_dir: str, expected: str) -> bool:
-    """[O1]: the literal names ``expected`` byte for byte, or is a relative literal that,
-    joined to the link's directory and normalised lexically, equals it."""
-    if literal == expected:
-        return True
-    if literal.startswith("/") or not literal:
-        return False
-    return posixpath.normpath(posixpath.join(link_dir, literal)) == expected
-
-
 def history(workspace: str, rel: str, notes_history: tuple[str, ...]) -> tuple[str, ...]:
     """[O2]: the allowed historical canonical sources for runtime path ``rel``."""
     own = memory_source(workspace, rel)
     return (own, *notes_history) if rel == NOTES else (own,)
-
-
-def owns(literal: str | None, link_dir: str, candidates: Iterable[str]) -> str | None:
-    """The candidate ``literal`` names, or ``None`` when the link is not ours."""
-    if literal is None:
-        return None
-    for cand in candidates:
-        if literal_resolves_to(literal, link_dir, cand):
-            return cand
-    return None
 
 
 def _parent(rel: str) -> str:
@@ -316,8 +303,7 @@ def _link_conflict(p: _CheckoutPlanner, res: Resource, obs: Observed) -> None:
     remedy = (f"remove the link {p.target(res.rel)}: it is aikito's link to the "
               f"former source {former}, nothing is lost — then run again"
               if former is not None else
-              f"remove the link {p.target(res.rel)} if you no longer need it "
-              "(aikito never replaces links it does not own)")
+              foreign_link_remedy(p.target(res.rel)))
     p.op(Action.CONFLICT, R_PRESERVE, res.rel,
          f"found {obs.describe()}; expected a symlink to {res.source!r}", remedy=remedy,
          **_kw(res, obs))

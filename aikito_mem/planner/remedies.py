@@ -23,6 +23,13 @@ def unmount_remedy(target: str, name: str, config_path: str) -> str:
             f"mounted filesystem), or remove {name!r} from memory in {config_path}")
 
 
+def foreign_link_remedy(target: str) -> str:
+    """The remedy for a link this workspace does not own at a target ([O1]) that git
+    does not track ([L1]: a tracked one is SKIP, and never gets this remedy)."""
+    return (f"remove the link {quote(target)} if you no longer need it (aikito never "
+            "replaces links it does not own)")
+
+
 def adopt_remedy(target: str, res: Resource, obs: Observed, config_path: str) -> str:
     """The remedy for a file or directory at a desired memory target: ``aikito adopt``
     where adopting resolves it (a reference: the content moves into the workspace, or an

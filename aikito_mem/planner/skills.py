@@ -30,7 +30,7 @@ from aikito_mem.model import (
 )
 from aikito_mem.planner.memory import owns
 from aikito_mem.planner.moved import R_MOVED, moved_literal
-from aikito_mem.planner.remedies import skill_dir_remedy
+from aikito_mem.planner.remedies import foreign_link_remedy, skill_dir_remedy
 from aikito_mem.views import SkillsView
 
 R_SKILL = "G2"
@@ -46,6 +46,18 @@ def _op(action: Action, checkout: str, target: str, reason: str, *,
         observed: Observed = ABSENT, rule: str = R_SKILL) -> Operation:
     return Operation(action, rule, checkout, target, reason, resource=resource,
                      source=source, remedy=remedy, observed=observed, segment=_SEG)
+
+
+#: What may be the repository's own at a target ([L1]): git tracks a symlink as a file
+#: (mode 120000), so a committed link is tracked exactly like a committed file.
+TRACKABLE = (Kind.FILE, Kind.DIR, Kind.LINK)
+
+
+def is_tracked(target: str, obs: Observed, tracked: frozenset[str]) -> bool:
+    """Whether the entry ``obs`` at ``target`` is the repository's own ([L1]): git
+    tracks that path (``tracked``, as observed) and a file, directory or link is there.
+    Asked only of a target that would otherwise be a CONFLICT: ownership comes first."""
+    return target in tracked and obs.kind in TRACKABLE
 
 
 def tracked_finding(target: str, obs: Observed, what: str) -> Finding:
@@ -125,8 +137,7 @@ def _target(checkout: str, base: str, res: Resource, obs: Observed, workspace: s
         return _op(Action.CREATE, checkout, target, f"relinked from {moved_from}",
                    resource=res.name, source=res.source, observed=obs, rule=R_MOVED)
     return op(Action.CONFLICT, f"found {obs.describe()}; expected a symlink to {res.source!r}",
-              f"remove the link {target} if you no longer need it (aikito never "
-              "replaces links it does not own)" if obs.kind is Kind.LINK else
+              foreign_link_remedy(target) if obs.kind is Kind.LINK else
               # [L5]: adopt resolves it, in every skills directory ([N1]).
               skill_dir_remedy(target, res, config_path) if obs.kind is Kind.DIR else
               f"move {target} out of the way (aikito never overwrites it), or remove "
@@ -147,8 +158,8 @@ def plan_checkout(
 
     ``agents`` is ``.agents`` of the checkout; when it is not a real directory the memory
     planner reports the checkout-level conflict for memory, and this one for skills.
-    ``tracked``: the targets (absolute paths) occupied by a file or directory that git
-    tracks, as observed ([L1]).
+    ``tracked``: the targets (absolute paths) occupied by a file, directory or link
+    that git tracks, as observed ([L1]).
     """
     base = f"{checkout}/{SKILLS_DIR}"
     ops: list[Operation] = []
@@ -195,13 +206,14 @@ def table(
                    whose=whose)
     for res in skills:
         obs = entries.get(res.name, ABSENT)
-        target = f"{base}/{res.name}"
-        if res.problem is None and target in tracked and obs.kind in (Kind.FILE, Kind.DIR):
-            # [L1]: the repository's own skill — never a conflict, never to be moved.
-            ops.append(_op(Action.SKIP, checkout, target, TRACKED_REASON, resource=res.name,
-                           source=res.source, observed=obs, rule=R_TRACKED))
-            findings.append(tracked_finding(target, obs, f"skill {res.name}"))
-            continue
-        ops.append(_target(checkout, base, res, obs, workspace, config_path, rule=rule,
-                           created=created, moved_from=moved_from,
-                           tracked=target in tracked))
+        op = _target(checkout, base, res, obs, workspace, config_path, rule=rule,
+                     created=created, moved_from=moved_from,
+                     tracked=f"{base}/{res.name}" in tracked)
+        if res.problem is None and op.action is Action.CONFLICT and is_tracked(
+                op.target, obs, tracked):
+            # [L1]: the repository's own skill (a directory, or a committed symlink) —
+            # never a conflict, never to be moved; an owned link stays NOOP above.
+            op = _op(Action.SKIP, checkout, op.target, TRACKED_REASON, resource=res.name,
+                     source=res.source, observed=obs, rule=R_TRACKED)
+            findings.append(tracked_finding(op.target, obs, f"skill {res.name}"))
+        ops.append(op)

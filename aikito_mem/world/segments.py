@@ -24,6 +24,7 @@ from aikito_mem.layout import (
     PROJECTS_ROOT,
     SKILLS_DIR,
     instructions_source,
+    owns,
     relink_path,
     skill_source,
     skills_root,
@@ -201,6 +202,15 @@ class Detection:
 _OCCUPIED = (Kind.FILE, Kind.DIR)
 
 
+def _foreign(obs: Observed, link_dir: str, sources: tuple[str, ...]) -> bool:
+    """A regular file, a directory, or a link this workspace does not own ([O1]): what
+    git is asked about ([L1]).  An owned link is never asked about (a warm sync starts
+    no subprocess), nor is anything else (a FIFO, a mount point: never tracked)."""
+    if obs.kind in _OCCUPIED:
+        return True
+    return obs.kind is Kind.LINK and owns(obs.literal, link_dir, sources) is None
+
+
 def occupied_targets(
     views: tuple[CheckoutView, ...],
     resources: ResourceSet,
@@ -210,33 +220,43 @@ def occupied_targets(
     instr_views: Mapping[str, InstructionsView],
     agent_views: Mapping[str, tuple[AgentSkillsView, ...]] | None = None,
 ) -> dict[str, list[str]]:
-    """Per active checkout, the targets of every segment occupied by a regular file or
-    a directory (relative to the checkout): the only ones git is asked about ([L1])."""
+    """Per active checkout, the targets of every segment occupied by a regular file, a
+    directory or a link this workspace does not own (relative to the checkout): the only
+    ones git is asked about ([L1])."""
     out: dict[str, list[str]] = {}
-    desired = [r.rel for r in resources.resources if not r.shadowed]
-    for view in views:  # memory: a desired target holding a file or directory
+    desired = [r for r in resources.resources if not r.shadowed]
+    for view in views:  # memory: a desired target holding something not owned
         if view.state is not CheckoutState.ACTIVE or view.memory.kind is not Kind.DIR:
             continue
         entries = dict(view.entries)
-        for rel in desired:
-            if entries.get(rel, ABSENT).kind in _OCCUPIED:
-                out.setdefault(view.path, []).append(f"{MEMORY_DIR}/{rel}")
-    selected = {res.name for res in skills}
+        base = f"{view.path}/{MEMORY_DIR}"
+        for res in desired:
+            sources = (res.source, *resources.notes_history) if res.is_notes else (
+                res.source,)
+            parent = res.rel.rpartition("/")[0]
+            if _foreign(entries.get(res.rel, ABSENT), f"{base}/{parent}" if parent else base,
+                        sources):
+                out.setdefault(view.path, []).append(f"{MEMORY_DIR}/{res.rel}")
+    by_name = {res.name: (res.source,) for res in skills}
     for checkout, view_ in skill_views.items():
+        base = f"{checkout}/{SKILLS_DIR}"
         for name, obs in view_.entries:
-            if name in selected and obs.kind in _OCCUPIED:
+            if name in by_name and _foreign(obs, base, by_name[name]):
                 out.setdefault(checkout, []).append(f"{SKILLS_DIR}/{name}")
     for checkout, aviews in (agent_views or {}).items():  # [N1]: each agent's directory
         for aview in aviews:
             out.setdefault(checkout, []).extend(
                 f"{aview.rel}/{name}" for name, obs in aview.entries
-                if name in selected and obs.kind in _OCCUPIED)
+                if name in by_name and _foreign(obs, f"{checkout}/{aview.rel}",
+                                                by_name[name]))
     if source.state is InstructionState.CONTENT:
         for checkout, iview in instr_views.items():
             for target in iview.targets:
-                if target.observed.kind in _OCCUPIED:
+                parent = target.rel.rpartition("/")[0]
+                if _foreign(target.observed, f"{checkout}/{parent}" if parent else checkout,
+                            (source.path,)):
                     out.setdefault(checkout, []).append(target.rel)
-    return out
+    return {checkout: rels for checkout, rels in out.items() if rels}
 
 
 def tracked_targets(
