@@ -263,7 +263,8 @@ def tracked_targets(
     occupied: Mapping[str, list[str]],
 ) -> tuple[dict[str, frozenset[str]], tuple[Finding, ...]]:
     """[L1]: which occupied targets git tracks — one ``git ls-files -z`` per checkout
-    with an occupied target, none otherwise (a warm sync starts no subprocess).  Outside
+    with an occupied target (a file, a directory, a link not owned), none otherwise (a
+    warm sync starts no subprocess).  Outside
     a work tree nothing is tracked; git missing, failing or slow: nothing is tracked and
     one ``git.unavailable`` finding says so."""
     if not occupied:  # nor does it import the git room and subprocess ([§12])
@@ -277,8 +278,10 @@ def tracked_targets(
         if isinstance(answer, git.Unavailable):
             findings.append(Finding(
                 "git.unavailable", "warning",
-                f"{answer.reason} in {checkout}: its files and directories at aikito's "
-                "targets are treated as not tracked by git", checkout))
+                f"{answer.reason} in {checkout}: its files, directories and links at "
+                "aikito's targets are treated as not tracked by git (one that git does "
+                "track is the repository's: keep it, a sync skips it once git answers)",
+                checkout))
         elif isinstance(answer, frozenset):
             tracked[checkout] = frozenset(f"{checkout}/{rel}" for rel in answer)
     return tracked, tuple(findings)
