@@ -143,6 +143,14 @@ def _plan_target(checkout: str, source: InstructionSource,
         # committed symlink such as ``CLAUDE.md -> AGENTS.md``.
         return Operation(Action.SKIP, R_TRACKED, checkout, what, TRACKED_REASON,
                          resource=rel, source=src, observed=obs, segment=_SEG)
+    return _conflict(checkout, target, src)
+
+
+def _conflict(checkout: str, target: InstructionTargetView, src: str) -> Operation:
+    """The CONFLICT of something aikito does not own (and git does not track) at a
+    target, with the remedy that fits what it is."""
+    rel, obs = target.rel, target.observed
+    what = f"{checkout}/{rel}"
     if obs.kind is Kind.LINK:  # moving a link into the workspace would break it
         remedy = (f"{what} is a link of this checkout that aikito does not own: keep it "
                   "and leave the project instructions unlinked there, or "
@@ -157,7 +165,6 @@ def _plan_target(checkout: str, source: InstructionSource,
     return _op(Action.CONFLICT, checkout, rel,
                f"found {obs.describe()}; expected a symlink to {src!r}", src,
                remedy=remedy, observed=obs)
-
 
 def plan_checkout(
     checkout: str, source: InstructionSource, view: InstructionsView,

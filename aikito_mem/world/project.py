@@ -53,7 +53,7 @@ def observe_project(
                 view.path, skill_dirs, bool(config.skills), detect_dirs, observer)))
     skills = segments.resolve_skills(config.skills, workspace, observer)
     source = segments.instruction_source(workspace, config.name, observer)
-    # [L1]: git is asked only about targets a file or directory occupies.
+    # [L1]: git is asked only about targets a file, a directory or a foreign link occupies.
     tracked, git_findings = segments.tracked_targets(segments.occupied_targets(
         views, resources, skills, dict(skill_views), source, dict(instruction_views),
         dict(agent_views)))
