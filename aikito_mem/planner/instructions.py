@@ -166,6 +166,7 @@ def _conflict(checkout: str, target: InstructionTargetView, src: str) -> Operati
                f"found {obs.describe()}; expected a symlink to {src!r}", src,
                remedy=remedy, observed=obs)
 
+
 def plan_checkout(
     checkout: str, source: InstructionSource, view: InstructionsView,
     tracked: frozenset[str] = frozenset(),
