@@ -220,3 +220,65 @@ def test_uninstall_rechecks_the_hook_just_before_removing_it(
     monkeypatch.setattr(hook_mod, "_read_hook", edited_on_second_read)
     report = hook_mod.uninstall(co)
     assert report.exit_code == 1 and path.read_bytes() == HOOK + b"# edited meanwhile\n"
+
+
+def test_the_hook_is_named_where_the_command_ran_and_its_line_printed_whole(
+        ws: WS, monkeypatch: pytest.MonkeyPatch) -> None:
+    """[U2]: in the checkout, the hook to edit is ``.git/hooks/post-checkout``; the line to
+    add stands whole on its own line at any width (broken in two it would not be the
+    hook's line), every other line wraps to the width."""
+    co = repo_world(ws)
+    hook_path(co).write_text("#!/bin/sh\necho mine\n")
+    monkeypatch.chdir(co)
+    res = invoke("hook", "install", env={"COLUMNS": "60"})
+    assert res.exit_code == 1
+    assert res.stdout.splitlines() == [
+        ".git/hooks/post-checkout exists and is not aikito's: it is",
+        "    left as it is. To sync new worktrees, add this line to",
+        "    it:",
+        f"  {HOOK_LINE}"]
+    monkeypatch.chdir(f"{co}/.git")
+    res = invoke("hook", "uninstall", "..", env={"COLUMNS": "60"})
+    assert res.exit_code == 1
+    assert res.stdout.splitlines() == [
+        "hooks/post-checkout is not the hook aikito hook install",
+        "    writes (another hook, or edited): it is left as it is —",
+        "    remove aikito's line from it yourself"]
+
+
+def test_the_hook_report_is_rendered_purely() -> None:
+    """render/hook: a report and a display in, lines out — no filesystem (the paths
+    exist nowhere); ``~/`` under the home directory, absolute elsewhere."""
+    from aikito_mem.commands.hook import HookAction, HookOutcome, HookReport
+    from aikito_mem.render.hook import render
+    from aikito_mem.render.text import Display
+
+    shown = Display(width=100, cwd="/nowhere/else", home="/nowhere/home")
+    cases = {
+        (HookAction.INSTALL, HookOutcome.CREATED):
+            "installed the post-checkout hook ~/co/.git/hooks/post-checkout: a new git "
+            "worktree is synced as it\n    is created (aikito sync project --quiet)",
+        (HookAction.INSTALL, HookOutcome.PLANNED):
+            "would install the post-checkout hook ~/co/.git/hooks/post-checkout (--dry-run: "
+            "nothing written)",
+        (HookAction.INSTALL, HookOutcome.UNCHANGED):
+            "the post-checkout hook ~/co/.git/hooks/post-checkout is aikito's already; "
+            "nothing to do",
+        (HookAction.UNINSTALL, HookOutcome.REMOVED):
+            "removed aikito's post-checkout hook ~/co/.git/hooks/post-checkout",
+        (HookAction.UNINSTALL, HookOutcome.PLANNED):
+            "would remove aikito's post-checkout hook ~/co/.git/hooks/post-checkout "
+            "(--dry-run: nothing written)",
+        (HookAction.UNINSTALL, HookOutcome.UNCHANGED):
+            "no post-checkout hook at ~/co/.git/hooks/post-checkout; nothing to do",
+    }
+    for (action, outcome), text in cases.items():
+        report = HookReport(action, "/nowhere/home/co",
+                            "/nowhere/home/co/.git/hooks/post-checkout", outcome)
+        out = render(report, shown)
+        assert (out.exit_code, "\n".join(out.lines), out.errors) == (0, text, ())
+    away = HookReport(HookAction.INSTALL, "/srv/co", "/srv/co/.git/hooks/post-checkout",
+                      HookOutcome.REFUSED)
+    assert render(away, shown).lines == (
+        "/srv/co/.git/hooks/post-checkout exists and is not aikito's: it is left as it is. "
+        "To sync new\n    worktrees, add this line to it:", f"  {HOOK_LINE}")

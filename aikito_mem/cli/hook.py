@@ -25,13 +25,9 @@ class HookView:
 
     def render(self, report: HookReport) -> Output:
         from aikito_mem.cli.options import display
-        from aikito_mem.render.text import Output, message_lines
+        from aikito_mem.render.hook import render
 
-        shown = display()  # [U2]: the width of this terminal
-        error = report.error
-        errors = message_lines(error.message, shown) if error is not None else ()
-        lines = tuple(shown.line(line) for line in report.lines())
-        return Output(report.exit_code, lines=lines, errors=errors)
+        return render(report, display())  # [U2]: the width of this terminal
 
     def failed(self, error: AikitoError) -> HookReport:
         from aikito_mem.commands.hook import HookReport

@@ -92,35 +92,6 @@ class HookReport:
             return exit_code_for(self.error)
         return EXIT_CONFLICT if self.outcome is HookOutcome.REFUSED else EXIT_OK
 
-    def lines(self) -> list[str]:
-        """The text report."""
-        hook, o = self.hook, self.outcome
-        if self.action is HookAction.INSTALL:
-            if o is HookOutcome.CREATED:
-                return [f"installed the {HOOK_NAME} hook {hook}: a new git worktree is "
-                        "synced as it is created (aikito sync project --quiet)"]
-            if o is HookOutcome.PLANNED:
-                return [f"would install the {HOOK_NAME} hook {hook} (--dry-run: nothing "
-                        "written)"]
-            if o is HookOutcome.UNCHANGED:
-                return [f"the {HOOK_NAME} hook {hook} is aikito's already; nothing to do"]
-            if o is HookOutcome.REFUSED:
-                return [f"{hook} exists and is not aikito's: it is left as it is. To sync "
-                        "new worktrees, add this line to it:", f"  {HOOK_LINE}"]
-        else:
-            if o is HookOutcome.REMOVED:
-                return [f"removed aikito's {HOOK_NAME} hook {hook}"]
-            if o is HookOutcome.PLANNED:
-                return [f"would remove aikito's {HOOK_NAME} hook {hook} (--dry-run: "
-                        "nothing written)"]
-            if o is HookOutcome.UNCHANGED:
-                return [f"no {HOOK_NAME} hook at {hook}; nothing to do"]
-            if o is HookOutcome.REFUSED:
-                return [f"{hook} is not the hook aikito hook install writes (another hook, "
-                        "or edited): it is left as it is — remove aikito's line from it "
-                        "yourself"]
-        return []
-
 
 def _hooks_dir(path: str) -> str:
     from aikito_mem.world import git

@@ -7,7 +7,8 @@
 - :mod:`~aikito_mem.render.doctor` — the doctor report (``aikito.doctor/1``);
 - :mod:`~aikito_mem.render.adopt` — the adopt report (``aikito.adopt/1``);
 - :mod:`~aikito_mem.render.init` — the init report (``aikito.init/1``);
-- :mod:`~aikito_mem.render.sync_all` — ``aikito sync`` of every project.
+- :mod:`~aikito_mem.render.sync_all` — ``aikito sync`` of every project;
+- :mod:`~aikito_mem.render.hook` — ``aikito hook install|uninstall``.
 
 Pure: values in, strings and dicts out.  Never imported by ``aikito --version``.
 """
