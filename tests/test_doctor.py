@@ -254,7 +254,7 @@ def test_git_ignore_checkout_and_worktree(tmp_path: Path) -> None:
         assert c.path == exclude  # the worktree shares the main repository's exclude
         assert c.remedy == (
             f"aikito doctor --fix (adds /.agents/memory/ and /.agents/skills/ to "
-            f"{exclude}), or: printf '/.agents/memory/\\n/.agents/skills/\\n' >> '{exclude}'")
+            f"{exclude}), or: printf '/.agents/memory/\\n/.agents/skills/\\n' >> {exclude}")
     assert d.exit_code == 0 and run(str(ws), strict=True).exit_code == 1
     with open(exclude, "a") as fh:
         fh.write(".agents/memory/\n")

@@ -12,7 +12,16 @@ from typing import Any
 from aikito_mem.commands.doctor.git import Fix
 from aikito_mem.commands.doctor.report import CONTRACT_VERSION, Check, DoctorReport
 from aikito_mem.model import Severity
-from aikito_mem.render.text import Display, Output, error_json, plural, rendered
+from aikito_mem.render.paths import Paths
+from aikito_mem.render.text import (
+    HANGING,
+    Display,
+    Output,
+    error_json,
+    plural,
+    printable,
+    rendered,
+)
 
 SCHEMA = "aikito.doctor/1"
 _OK, _WARNING, _ERROR = Severity.OK, Severity.WARNING, Severity.ERROR
@@ -65,6 +74,16 @@ def _row(word: str, check_id: str, message: str, display: Display, fg: str | Non
     return click.style(text[:8], fg=fg, bold=bold or None) + text[8:]
 
 
+def _remedy(remedy: str, display: Display) -> str:
+    """``remedy: …`` under its check's message when it fits on that one line; else from
+    the fourth column, wrapped with a hanging indent, so a long remedy keeps the width
+    ([U2])."""
+    aligned = f"{'':<8} {'':<17} remedy: {remedy}"
+    if len(printable(aligned)) <= display.width:
+        return display.line(aligned)
+    return display.line(f"{'':<{HANGING}}remedy: {remedy}")
+
+
 def _summary(report: DoctorReport) -> str:
     strict = " (--strict: warnings count)" if report.strict else ""
     line = (f"doctor: {report.count(_OK)} ok, {plural(report.count(_WARNING), 'warning')}, "
@@ -85,6 +104,10 @@ def text_report(report: DoctorReport, display: Display | None = None) -> list[st
     """The fixes first (``--fix``), then one line per check (``ok`` ones only with
     ``-v``), remedies indented, and a summary."""
     display = display or Display()
+    # [U2]: a remedy's paths work where the command ran; its commands reach the same
+    # workspace (``--workspace`` when it was named).
+    paths = Paths(report.workspace, cwd=display.cwd, home=display.home,
+                  named=report.workspace_source == "option", program=display.program)
     lines: list[str] = []
     if report.workspace is not None:
         lines.append(display.line(f"workspace {report.workspace} ({report.workspace_source})"))
@@ -98,7 +121,7 @@ def text_report(report: DoctorReport, display: Display | None = None) -> list[st
         fg, bold = _STYLE.get(check.status, (None, False))
         lines.append(_row(str(check.status), check.id, check.message, display, fg, bold))
         if check.remedy and check.status is not _OK:
-            lines.append(display.line(f"{'':<8} {'':<17} remedy: {check.remedy}"))
+            lines.append(_remedy(paths.remedy(check.remedy), display))
     worst = _ERROR if report.count(_ERROR) or report.failed_fixes else (
         _WARNING if report.count(_WARNING) else _OK)
     fg, bold = _STYLE[worst]

@@ -81,11 +81,22 @@ class Paths:
     def text(self, message: str) -> str:
         """A remedy or finding with each path written to work where the command ran
         ([U2])."""
+        return self._located(self._commands(message))
+
+    def remedy(self, message: str) -> str:
+        """A remedy whose quoted paths are literals — a path to find in a file, or one that
+        must stay absolute — shown exactly, every other path written to work where the
+        command ran ([U2]), and its commands as :meth:`text` writes them."""
+        return self.reason(self._commands(message))
+
+    def _commands(self, message: str) -> str:
+        """The commands of this tool ``message`` names, called by the name the command was
+        called by, with ``--workspace`` when the workspace was named."""
         if self._named or self._program != "aikito":
             option = f"--workspace {self._workspace()} " if self._named else ""
             message = _COMMAND.sub(lambda m: f"{self._program} {option}{m.group(2)}",
                                    message)
-        return self._located(message)
+        return message
 
     def _located(self, message: str) -> str:
         """``message`` with its paths relative to the current directory or home."""

@@ -20,12 +20,13 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Iterator, Mapping
+from shlex import quote
 from typing import Any
 
 from aikito_mem import layout
 from aikito_mem.commands.doctor import git as doctor_git
 from aikito_mem.commands.doctor.git import ENTRIES, Fix, GitCheckout, words
-from aikito_mem.commands.doctor.report import Check, DoctorReport
+from aikito_mem.commands.doctor.report import Check, DoctorReport, literal
 from aikito_mem.errors import (
     AikitoError,
     ConfigError,
@@ -65,7 +66,8 @@ def _workspace_check(ws: Any, environ: Mapping[str, str]) -> Check:
             f"workspace {ws.root} was found from {via} as the relative path {ws.given!r}, "
             "resolved against the current directory: run from elsewhere, the same command "
             "names another workspace",
-            remedy=f"pass an absolute path (--workspace {ws.root}) or set AIKITO_DIR={ws.root}",
+            remedy=f"pass an absolute path (--workspace {literal(ws.root)}) or set "
+            f"AIKITO_DIR={literal(ws.root)}",
             path=ws.root,
         )
     return Check(
@@ -90,12 +92,12 @@ def _dir_check(check_id: str, path: str, what: str, *, project: str | None,
                      project=project)
     if not stat.S_ISDIR(st.st_mode):
         return Check(check_id, ERROR, f"{what} {path} is not a directory",
-                     remedy=f"move {path} out of the way and create a directory there",
+                     remedy=f"move {quote(path)} out of the way and create a directory there",
                      path=path, project=project)
     if not os.access(path, os.W_OK | os.X_OK):
         return Check(check_id, ERROR,
                      f"{what} {path} is not writable by this user: agents cannot record "
-                     "memory there", remedy=f"fix its permissions (e.g. chmod u+rwx {path})",
+                     "memory there", remedy=f"fix its permissions (e.g. chmod u+rwx {quote(path)})",
                      path=path, project=project)
     return Check(check_id, OK, f"{what} {path} is a writable directory", path=path,
                  project=project)
@@ -182,7 +184,7 @@ def check_index(index: str, project: str | None = None) -> list[Check]:
             checks.append(Check(
                 "index.links", ERROR,
                 f"{index}:{number}: entry ({target}) points to {resolved}, which does not "
-                "exist", remedy=f"fix or remove that entry of {index}", path=index,
+                "exist", remedy=f"fix or remove that entry of {quote(index)}", path=index,
                 project=project))
         if image:
             continue
@@ -191,7 +193,7 @@ def check_index(index: str, project: str | None = None) -> list[Check]:
             checks.append(Check(
                 "index.links", WARNING,
                 f"{index}:{number}: {resolved} is listed twice (first on line {first})",
-                remedy=f"remove one of the two entries of {index}", path=index,
+                remedy=f"remove one of the two entries of {quote(index)}", path=index,
                 project=project))
         else:
             seen[resolved] = number
@@ -219,7 +221,7 @@ def check_git_ignore(checkout: str, project: str, label: str, *,
             return Check("git.ignore", OK, f"{where}: git is not installed; not checked",
                          path=checkout, project=project), None
         return Check("git.ignore", WARNING, f"{where}: {exc.reason}; not checked",
-                     remedy=f"check that git works there: git -C '{checkout}' status",
+                     remedy=f"check that git works there: git -C {quote(checkout)} status",
                      path=checkout, project=project), None
     if state is None:
         return None, None
@@ -249,8 +251,8 @@ def git_check(state: GitCheckout) -> Check:
         "git.ignore", WARNING,
         f"{where}: git does not ignore {missing} — aikito's links there (absolute paths "
         f"of this machine) show up in git status and can be committed{tracked}",
-        remedy=f"aikito doctor --fix (adds {patterns} to {state.exclude}), or: "
-        f"printf '{lines}\\n' >> '{state.exclude}'",
+        remedy=f"aikito doctor --fix (adds {patterns} to {quote(state.exclude)}), or: "
+        f"printf '{lines}\\n' >> {quote(state.exclude)}",
         path=state.exclude, project=project)
 
 
@@ -262,7 +264,7 @@ def _notes_checks(ws_root: str, name: str) -> list[Check]:
     pm_exists = os.path.lexists(project_memory)
     checks: list[Check] = []
     chosen = current if pm_exists else legacy
-    remedy = f"mkdir -p {current}"
+    remedy = f"mkdir -p {quote(current)}"
     if not os.path.lexists(chosen):
         legacy_too = "" if pm_exists else f" (nor at the legacy {legacy})"
         checks.append(Check("notes.dir", OK,
@@ -276,14 +278,15 @@ def _notes_checks(ws_root: str, name: str) -> list[Check]:
             "notes.legacy", WARNING,
             f"project {name} has legacy notes at {legacy} next to {project_memory}: they are "
             f"ignored, only {current} is linked",
-            remedy=f"move what you need from {legacy} into {current}, then remove {legacy}",
+            remedy=f"move what you need from {quote(legacy)} into {quote(current)}, then "
+            f"remove {quote(legacy)}",
             path=legacy, project=name))
     elif not pm_exists and os.path.lexists(legacy):
         checks.append(Check(
             "notes.legacy", OK,
             f"project {name} keeps its notes at the legacy location {legacy} (still "
-            "supported)", remedy=f"to migrate: mkdir -p {os.path.dirname(current)} && "
-            f"mv {legacy} {current}", path=legacy, project=name))
+            "supported)", remedy=f"to migrate: mkdir -p {quote(os.path.dirname(current))} && "
+            f"mv {quote(legacy)} {quote(current)}", path=legacy, project=name))
     return checks
 
 
@@ -311,7 +314,8 @@ def _project_checks(config: Any, ws: Any, observer: Any, indexes: dict[str, str 
         slots = ()
         checks.append(Check("project.config", ERROR,
                             f"{name}: the checkout paths of {config.config_path} cannot be "
-                            f"examined: {exc}", remedy="fix the paths in agent.toml",
+                            f"examined: {exc}",
+                            remedy=f"fix the paths in {quote(config.config_path)}",
                             path=config.config_path, project=name))
     warnings = [f for f in config.findings if f.severity == WARNING]
     for f in warnings:
@@ -328,7 +332,8 @@ def _project_checks(config: Any, ws: Any, observer: Any, indexes: dict[str, str 
     for slot in slots:
         if slot.code is not None:
             checks.append(Check("checkout.refused", ERROR, f"{name}: {slot.reason}",
-                                remedy=f"remove {slot.path} from {config.config_path}",
+                                remedy=f"remove {literal(slot.path)} (checkout {slot.label}) from "
+                                f"{quote(config.config_path)}",
                                 path=slot.path, project=name))
     active = [slot for slot in slots if slot.state is CheckoutState.ACTIVE]
     runtime = _runtime_paths(config, ws, environ) if active else {}
@@ -421,7 +426,8 @@ def _configs(root: str, names: Iterable[str], environ: Mapping[str, str] | None,
             raise
         except AikitoError as exc:
             checks.append(Check("project.config", ERROR, exc.message,
-                                remedy="fix agent.toml as the message says", path=exc.path,
+                                remedy=f"fix {quote(exc.path or 'agent.toml')} as the message says",
+                                path=exc.path,
                                 project=name))
     return configs
 
@@ -466,7 +472,7 @@ def run(workspace: str | None, *, strict: bool = False, fix: bool = False,
     checks.append(_dir_check(
         "memory.root", memory_root, "workspace memory root", project=None,
         missing=ERROR if uses_memory else WARNING,
-        missing_remedy=f"mkdir {memory_root}"))
+        missing_remedy=f"mkdir {quote(memory_root)}"))
 
     indexes: dict[str, str | None] = {}
     if os.path.isdir(memory_root) and not os.path.islink(memory_root):

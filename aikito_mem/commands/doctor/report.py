@@ -10,10 +10,19 @@ from aikito_mem.commands.doctor.git import Fix
 from aikito_mem.errors import EXIT_CONFLICT, EXIT_OK, AikitoError, exit_code_for
 from aikito_mem.model import Severity
 
-__all__ = ["CONTRACT_VERSION", "Check", "DoctorReport"]
+__all__ = ["CONTRACT_VERSION", "Check", "DoctorReport", "literal"]
 
 #: The ``aikito.doctor/1`` document's contract version.
 CONTRACT_VERSION = 1
+
+
+def literal(path: str) -> str:
+    """``path`` in quotes, as a shell reads it back: a remedy's literal — a path to find in
+    a file, or one that must stay absolute — which the text shows exactly ([U2])."""
+    from shlex import quote
+
+    quoted = quote(path)
+    return quoted if quoted != path else f"'{path}'"
 
 
 @attrs.frozen

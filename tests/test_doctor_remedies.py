@@ -1,0 +1,178 @@
+"""[U2] ``aikito doctor``'s remedies paste where the command ran: every path a remedy
+names relative to the current directory when below it, else ``~/``, else absolute (a
+literal that must stay absolute, or be found in a file, kept exactly); a long remedy
+wraps from the fourth column.  Exact text, from inside a checkout, from its parent, from
+the home directory and from outside it — and each remedy pasted into a real shell."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from aikito_mem.cli import cli
+from tests.helpers.cli import VENV_BIN
+from tests.helpers.gitrepo import init_repo, needs_git
+from tests.helpers.home import child_env
+from tests.helpers.workspace import WS
+
+pytestmark = needs_git
+
+
+def doctor(*args: str, columns: str = "100") -> Result:
+    return CliRunner().invoke(cli, ["doctor", *args], catch_exceptions=False,
+                              env={"COLUMNS": columns})
+
+
+def paste(command: str, cwd: str, home: str) -> subprocess.CompletedProcess[str]:
+    """``command`` pasted into a shell in ``cwd``: ``aikito`` on PATH, ``HOME`` ``home``."""
+    env = child_env(home, PATH=f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}")
+    return subprocess.run(["sh", "-c", command], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+
+
+@pytest.fixture
+def world(home: str, monkeypatch: pytest.MonkeyPatch) -> tuple[WS, str]:
+    """A workspace at ``~/ws`` (the pointer's default: AIKITO_DIR) whose project links
+    memory into the git checkout ``~/co/repo``, which git does not ignore yet."""
+    ws = WS(home)
+    ws.add_file("style.md", "s\n")
+    co = init_repo(f"{ws.checkouts_dir}/repo", {"README": "r\n"})
+    ws.write_config("demo", memory=["style.md"], paths=[co])
+    monkeypatch.setenv("AIKITO_DIR", ws.root)
+    return ws, co
+
+
+def _git_lines(co: str, exclude: str) -> list[str]:
+    return [
+        f"warning  git.ignore        checkout 1 ({co}): git does not ignore .agents/memory/ and "
+        ".agents/skills/ — aikito's links there (absolute paths of this machine) show up in git "
+        "status and can be committed",
+        "                           remedy: aikito doctor --fix (adds /.agents/memory/ and "
+        f"/.agents/skills/ to {exclude}), or: printf '/.agents/memory/\\n/.agents/skills/\\n' "
+        f">> {exclude}",
+    ]
+
+
+@pytest.mark.parametrize(("where", "exclude"), [
+    ("co/repo", ".git/info/exclude"),
+    ("co", "repo/.git/info/exclude"),
+    ("", "co/repo/.git/info/exclude"),
+    ("ws", "~/co/repo/.git/info/exclude"),
+])
+def test_the_exclude_remedy_names_the_file_where_doctor_ran(
+        world: tuple[WS, str], home: str, monkeypatch: pytest.MonkeyPatch, where: str,
+        exclude: str) -> None:
+    """In the checkout ``.git/info/exclude``, in its parent ``repo/.git/info/exclude``,
+    in the home directory ``co/repo/…``, elsewhere under it ``~/co/repo/…``; and the
+    ``printf`` part, pasted there, is the fix (doctor then says ok)."""
+    ws, co = world
+    cwd = os.path.join(home, where) if where else home
+    monkeypatch.chdir(cwd)
+    res = doctor(columns="1000")
+    assert res.exit_code == 0
+    assert res.stdout.splitlines() == [
+        f"workspace {ws.root} (AIKITO_DIR)", *_git_lines(co, exclude),
+        "doctor: 4 ok, 1 warning, 0 errors"]
+    command = res.stdout.splitlines()[2].split(", or: ", 1)[1]
+    pasted = paste(command, cwd, home)
+    assert pasted.returncode == 0, pasted.stderr
+    assert Path(co, ".git", "info", "exclude").read_text().endswith(
+        "/.agents/memory/\n/.agents/skills/\n")
+    again = doctor()
+    assert "warning  git.ignore" not in again.stdout
+    assert again.stdout.splitlines()[-1] == "doctor: 5 ok, 0 warnings, 0 errors"
+
+
+def test_a_long_remedy_wraps_from_the_fourth_column(
+        world: tuple[WS, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """[U2]: a remedy that does not fit beside its check starts at the fourth column and
+    hangs four deeper — at 60 and 100 columns, every line within the width but the one
+    word wider than it."""
+    _, co = world
+    monkeypatch.chdir(co)
+    narrow = doctor(columns="60").stdout.splitlines()
+    first = "    remedy: aikito doctor --fix (adds /.agents/memory/ and"
+    assert narrow[narrow.index(first):-1] == [
+        first,
+        "        /.agents/skills/ to .git/info/exclude), or: printf",
+        "        '/.agents/memory/\\n/.agents/skills/\\n' >>",
+        "        .git/info/exclude"]
+    wide = doctor(columns="100").stdout.splitlines()
+    assert wide[wide.index("    remedy: aikito doctor --fix (adds /.agents/memory/ and "
+                           "/.agents/skills/ to .git/info/exclude),"):-1] == [
+        "    remedy: aikito doctor --fix (adds /.agents/memory/ and /.agents/skills/ to "
+        ".git/info/exclude),",
+        "        or: printf '/.agents/memory/\\n/.agents/skills/\\n' >> .git/info/exclude"]
+    for line in narrow:
+        assert len(line) <= 60 or len(line.split()) == 1, line
+
+
+def test_outside_the_home_directory_the_remedy_is_absolute(
+        world: tuple[WS, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    _, co = world
+    monkeypatch.chdir("/")
+    monkeypatch.setenv("HOME", "/nonexistent-home")  # neither base holds the checkout
+    res = doctor(columns="1000")
+    exclude = f"{co}/.git/info/exclude"
+    assert (f"                           remedy: aikito doctor --fix (adds /.agents/memory/ "
+            f"and /.agents/skills/ to {exclude}), or: printf "
+            f"'/.agents/memory/\\n/.agents/skills/\\n' >> {exclude}"
+            ) in res.stdout.splitlines()
+
+
+def test_the_doctor_fix_remedy_pasted_reaches_the_named_workspace(
+        world: tuple[WS, str], home: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``--workspace``, the ``aikito doctor --fix`` a remedy names carries it (as a
+    path that works where it ran) and, pasted, makes the fix."""
+    ws, co = world
+    monkeypatch.delenv("AIKITO_DIR")
+    monkeypatch.chdir(co)
+    res = CliRunner().invoke(cli, ["--workspace", ws.root, "doctor"], catch_exceptions=False,
+                             env={"COLUMNS": "1000"})
+    [remedy] = [line.strip() for line in res.stdout.splitlines() if "remedy:" in line]
+    assert remedy == ("remedy: aikito --workspace ~/ws doctor --fix (adds /.agents/memory/ and "
+                      "/.agents/skills/ to .git/info/exclude), or: printf "
+                      "'/.agents/memory/\\n/.agents/skills/\\n' >> .git/info/exclude")
+    command = remedy.removeprefix("remedy: ").split(" (adds ", 1)[0]
+    pasted = paste(command, co, home)
+    assert pasted.returncode == 0, pasted.stdout + pasted.stderr
+    assert Path(co, ".git", "info", "exclude").read_text().count("/.agents/memory/\n") == 1
+
+
+def test_every_other_remedy_pastes_where_doctor_ran(
+        world: tuple[WS, str], home: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The index entry to fix, the legacy notes to move, a refused checkout to remove, the
+    relative ``--workspace`` to make absolute: each remedy as it reads from the
+    workspace root (paths below it relative, the literals exact), and the commands work
+    pasted there."""
+    ws, co = world
+    Path(ws.root, "memory", "MEMORY.md").write_text("[gone](gone.md)\n")
+    os.makedirs(ws.notes_path("demo"))
+    os.makedirs(ws.notes_path("demo", legacy=True))
+    ws.write_config("demo", raw=f'memory = ["style.md"]\npaths = ["{co}", "~"]\n')
+    monkeypatch.chdir(ws.root)
+    res = CliRunner().invoke(cli, ["--workspace", ".", "doctor"], catch_exceptions=False,
+                             env={"COLUMNS": "1000"})
+    remedies = [line.strip() for line in res.stdout.splitlines() if "remedy:" in line]
+    assert remedies == [
+        f"remedy: pass an absolute path (--workspace '{ws.root}') or set "
+        f"AIKITO_DIR='{ws.root}'",
+        "remedy: move what you need from memory/demo/notes into projects/demo/memory/notes, "
+        "then remove memory/demo/notes",
+        f"remedy: remove '{home}' (checkout 2) from projects/demo/agent.toml",
+        "remedy: fix or remove that entry of memory/MEMORY.md",
+        "remedy: aikito --workspace . doctor --fix (adds /.agents/memory/ and /.agents/skills/ "
+        "to ~/co/repo/.git/info/exclude), or: printf '/.agents/memory/\\n/.agents/skills/\\n' "
+        ">> ~/co/repo/.git/info/exclude",
+    ]
+    absolute = remedies[0].split("(--workspace ", 1)[1].split(")", 1)[0]
+    moved = paste(f"cd / && aikito --workspace {absolute} doctor --json >/dev/null",
+                  ws.root, home)
+    assert moved.returncode == 1, moved.stderr  # the same workspace from anywhere: its errors
+    for path in ("memory/demo/notes", "projects/demo/memory/notes",
+                 "projects/demo/agent.toml", "memory/MEMORY.md"):
+        assert os.path.exists(os.path.join(ws.root, path)), path
