@@ -20,12 +20,15 @@ from aikito_mem.commands.status import (
 from aikito_mem.layout import DESCRIPTOR, INDEX_NAME, MEMORY_DIR
 from aikito_mem.model import CheckoutState
 from aikito_mem.render.text import (
+    HANGING,
     Display,
     Output,
     error_json,
     plural,
     printable,
     rendered,
+    shown_name,
+    wrap,
 )
 from aikito_mem.world.descriptor import DescriptorState
 
@@ -131,22 +134,23 @@ def _descriptor_words(co: CheckoutStatus) -> str | None:
     return ", ".join(words)
 
 
-def descriptor_lines(report: StatusReport) -> list[str]:
+def descriptor_lines(report: StatusReport, display: Display | None = None) -> list[str]:
     """``descriptor PROJECT/LABEL: …`` per active checkout with a descriptor, then its
-    warnings."""
+    warnings — each wrapped to the width ([U2])."""
+    display = display or Display()
     lines: list[str] = []
     for project in report.projects:
         for co in project.checkouts:
             words = _descriptor_words(co)
             if words is None:
                 continue
-            lines.append(printable(f"descriptor {project.name}/{co.label}: {words}"))
+            lines.append(display.line(f"descriptor {project.name}/{co.label}: {words}"))
             assert co.descriptor is not None
-            lines.extend(printable(f"warning: {f.message}") for f in co.descriptor.findings)
+            lines.extend(display.line(f"warning: {f.message}") for f in co.descriptor.findings)
     return lines
 
 
-def _row_style(project: ProjectStatus, co: CheckoutStatus | None) -> tuple[str | None, bool]:
+def _row_style(project: ProjectStatus, co: CheckoutStatus | None) -> Style:
     if project.error is not None:
         return "red", True
     if co is None:
@@ -158,10 +162,19 @@ def _row_style(project: ProjectStatus, co: CheckoutStatus | None) -> tuple[str |
     return ("green", False) if co.sync.in_sync else ("yellow", False)
 
 
-def text_table(report: StatusReport, display: Display | None = None) -> list[str]:
-    """One row per project/checkout, then each project's error, then a summary line."""
-    display = display or Display()
-    rows: list[tuple[tuple[str, str, str, str, str], tuple[str | None, bool]]] = []
+#: A row's colour and boldness.
+Style = tuple[str | None, bool]
+#: A row of the table: PROJECT, CHECKOUT, STATE, SYNC, PATH — each printable (the path
+#: as an operation line shows a name, quoted when a component starts or ends with a space).
+Cells = tuple[str, str, str, str, str]
+_HEADER: Cells = ("PROJECT", "CHECKOUT", "STATE", "SYNC", "PATH")
+_GAP = "  "
+#: The narrowest SYNC column worth wrapping in; narrower, each checkout is a block.
+MIN_SYNC = 24
+
+
+def _rows(report: StatusReport) -> list[tuple[Cells, Style]]:
+    rows: list[tuple[Cells, Style]] = []
     for project in report.projects:
         name = printable(project.name)
         if project.error is not None:
@@ -172,16 +185,73 @@ def text_table(report: StatusReport, display: Display | None = None) -> list[str
             rows.append(((name, "-", "-", "no checkout registered", ""), (None, False)))
         for co in project.checkouts:
             rows.append(((name, printable(co.label), co.state.value,
-                          _sync_words(co.sync, co.state, co.segments), printable(co.path)),
+                          _sync_words(co.sync, co.state, co.segments), shown_name(co.path)),
                          _row_style(project, co)))
-    header = ("PROJECT", "CHECKOUT", "STATE", "SYNC", "PATH")
-    widths = [max(len(r[i]) for r in [header, *(row for row, _ in rows)]) for i in range(4)]
-    lines = [display.line(f"workspace {report.workspace} ({report.workspace_source})")]
-    for row, (fg, bold) in [(header, (None, True)), *rows]:
-        cells = [row[i].ljust(widths[i]) for i in range(4)]
-        text = "  ".join([*cells, row[4]]).rstrip()
-        lines.append(display.line(text, fg, bold=bold))
-    lines.extend(descriptor_lines(report))
+    return rows
+
+
+def _styled(text: str, style: Style, display: Display) -> str:
+    """``text`` (printable, never wrapped) in ``style`` when colour is on."""
+    fg, bold = style
+    if not display.color or (fg is None and not bold):
+        return text
+    import click
+
+    return click.style(text, fg=fg, bold=bold or None)
+
+
+def _path_line(path: str, style: Style, display: Display) -> list[str]:
+    """A checkout's path on a line of its own, indented, never cut nor wrapped ([U2])."""
+    return [_styled(f"{'':<{HANGING}}{path}", style, display)] if path else []
+
+
+def table_lines(rows: list[tuple[Cells, Style]], display: Display) -> list[str]:
+    """The rows at the width ([U2]): a table with a PATH column when every line fits;
+    else the table without it, SYNC wrapped in its column and each path on an indented
+    line of its own below its row; and when not even a SYNC column of :data:`MIN_SYNC`
+    fits, one block per checkout (:func:`_blocks`).  A path is never cut: one wider than
+    the line stands whole on its line."""
+    table = [(_HEADER, (None, True)), *rows]
+    widths = [max(len(row[i]) for row, _ in table) for i in range(4)]
+    full = [_GAP.join([*(row[i].ljust(widths[i]) for i in range(4)), row[4]]).rstrip()
+            for row, _ in table]
+    if all(len(text) <= display.width for text in full):
+        return [_styled(text, style, display)
+                for text, (_, style) in zip(full, table, strict=True)]
+    lead = sum(widths[:3]) + 3 * len(_GAP)
+    if display.width - lead < MIN_SYNC:
+        return _blocks(rows, display)
+    lines: list[str] = []
+    for row, style in table:
+        cells = _GAP.join(row[i].ljust(widths[i]) for i in range(3)) + _GAP
+        sync = wrap(row[3], display.width - lead, 0)
+        lines.append(_styled((cells + sync[0]).rstrip(), style, display))
+        lines.extend(_styled(" " * lead + more, style, display) for more in sync[1:])
+        if row is not _HEADER:
+            lines.extend(_path_line(row[4], style, display))
+    return lines
+
+
+def _blocks(rows: list[tuple[Cells, Style]], display: Display) -> list[str]:
+    """One block per checkout: ``PROJECT/LABEL: STATE, SYNC`` wrapped (hanging deeper
+    than the path), then the path on its own line."""
+    lines: list[str] = []
+    for (project, label, state, sync, path), style in rows:
+        head = project if label == "-" else f"{project}/{label}"
+        words = sync if state == "-" or sync.startswith(state) else f"{state}, {sync}"
+        for text in wrap(f"{head}: {words}", display.width, 2 * HANGING):
+            lines.append(_styled(text, style, display))
+        lines.extend(_path_line(path, style, display))
+    return lines
+
+
+def text_table(report: StatusReport, display: Display | None = None) -> list[str]:
+    """The rows (:func:`table_lines`), then each project's error, then a summary line."""
+    display = display or Display()
+    where = shown_name(report.workspace) if report.workspace is not None else None
+    lines = [display.line(f"workspace {where} ({report.workspace_source})")]
+    lines.extend(table_lines(_rows(report), display))
+    lines.extend(descriptor_lines(report, display))
     lines.extend(display.line(f"warning: {f.message}", "magenta") for f in report.findings)
     for project in report.projects:
         if project.error is not None:
