@@ -597,3 +597,20 @@ def test_output_width_asks_the_terminal_when_columns_is_unset(
 
 def _no_terminal(fd: int) -> os.terminal_size:
     raise OSError(25, "Inappropriate ioctl for device")
+
+
+def test_apostrophes_are_no_quoted_path() -> None:
+    """[U2]: two apostrophes around a slash (``project's … never /, … project's``) are not
+    a quoted path: the text between them still wraps (it once stood as one 200-column
+    line); a quoted path, at a word's edges, is still kept whole."""
+    from aikito_mem.render.text import wrap
+
+    text = ("a checkout is a project's own working copy, never /, the home directory, the "
+            "workspace, or an ancestor of it — pass the directory of the project's code")
+    assert wrap(text, 60) == [
+        "a checkout is a project's own working copy, never /, the",
+        "    home directory, the workspace, or an ancestor of it —",
+        "    pass the directory of the project's code"]
+    quoted = "remove it: rm -r '/srv/a b/c d' and run again, or keep it where it is"
+    for width in range(24, len(quoted)):
+        assert any("'/srv/a b/c d'" in line for line in wrap(quoted, width)), width

@@ -111,8 +111,10 @@ DEFAULT_WIDTH = 100
 HANGING = 4
 
 # A quoted argument holding a path (``'/a b/c'``, as ``shlex.quote`` writes it): its
-# spaces are not places to break a line.  Compiled on the first long line ([§12]).
-_QUOTED_PATH = r"'[^'\n]*/[^'\n]*'"
+# spaces are not places to break a line.  Its quotes stand at the edges of a word, so the
+# apostrophes of ``project's … project's`` never make one.  Compiled on the first long
+# line ([§12]).
+_QUOTED_PATH = r"(?<!\w)'[^'\n]*/[^'\n]*'(?!\w)"
 # What stands for a space that must not break while wrapping: printable() escapes every
 # no-break space of the text itself, so none is left to be confused with it.
 _KEEP = "\xa0"
