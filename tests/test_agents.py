@@ -221,10 +221,45 @@ def test_cli_list_json_and_text(tmp_path: Path, home: str) -> None:
     assert doc["summary"] == {"catalogue": len(CATALOGUE), "detected": 1, "registered": 0}
     claude = next(a for a in doc["agents"] if a["name"] == "claude-code")
     assert claude["detected"] and claude["project_skills_path"] == ".claude/skills"
-    text = invoke("--workspace", str(root), "agents", env={"PATH": ""})
+    text = invoke("--workspace", str(root), "agents", env={"PATH": "", "COLUMNS": "100"})
     assert text.exit_code == 0
     assert "aikito agents add claude-code" in text.stdout.splitlines()[-1]
     assert all(len(line) <= 100 for line in text.stdout.splitlines())
+
+
+@pytest.mark.parametrize("columns", [60, 100])
+def test_cli_list_fits_the_width(tmp_path: Path, home: str, columns: int) -> None:
+    """[U2]: at 100 columns the table as it is; at 60 its first three columns, each
+    agent's instruction target and skills directory indented below its row; every line
+    of the list and of an error within the width."""
+    root = workspace(tmp_path)
+    Path(home, ".claude").mkdir()
+    env = {"PATH": "", "COLUMNS": str(columns)}
+    text = invoke("--workspace", str(root), "agents", env=env).stdout.splitlines()
+    # Only the workspace's path may be wider, alone on its line.
+    assert all(len(line) <= columns or len(line.split()) == 1 for line in text), text
+    table = text[next(i for i, line in enumerate(text) if line.startswith("AGENT ")):]
+    if columns == 100:
+        assert table[:3] == [
+            "AGENT           DETECTED  REGISTERED  INSTRUCTIONS                    SKILLS",
+            "codex           -         -           AGENTS.md                       "
+            ".agents/skills",
+            "claude-code     yes       -           .claude/CLAUDE.md               "
+            ".claude/skills"]
+    else:
+        assert text[:2] == ["aikito knows 31 coding agents; DETECTED: on this machine",
+                            "    (PATH, home directory)"]
+        assert table[:6] == [
+            "AGENT           DETECTED  REGISTERED", "    INSTRUCTIONS, SKILLS",
+            "codex           -         -", "    instructions AGENTS.md, skills .agents/skills",
+            "claude-code     yes       -",
+            "    instructions .claude/CLAUDE.md, skills .claude/skills"]
+        assert text[-2:] == [
+            "1 detected, 0 registered. Register the detected ones: aikito",
+            "    agents add claude-code"]
+    error = invoke("--workspace", str(root), "agents", "add", "nosuch", env=env)
+    assert error.exit_code == 4
+    assert all(len(line) <= columns for line in error.stderr.splitlines()), error.stderr
 
 
 def test_cli_list_with_a_broken_registry_is_exit_4(tmp_path: Path, home: str) -> None:

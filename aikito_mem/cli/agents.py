@@ -30,10 +30,11 @@ class ListView:
         self.color = color
 
     def render(self, report: AgentsReport) -> Output:
+        from aikito_mem.cli.options import display
         from aikito_mem.render.agents import render_list
-        from aikito_mem.render.text import Display
 
-        return render_list(report, Display(as_json=self.as_json, color=self.color))
+        # [U2]: the width of this terminal
+        return render_list(report, display(as_json=self.as_json, color=self.color))
 
     def failed(self, error: AikitoError) -> AgentsReport:
         from aikito_mem.commands.agents import AgentsReport
@@ -52,10 +53,10 @@ class AddView:
         self.dry_run = dry_run
 
     def render(self, report: AgentsAddReport) -> Output:
+        from aikito_mem.cli.options import display
         from aikito_mem.render.agents import render_add
-        from aikito_mem.render.text import Display
 
-        return render_add(report, Display(as_json=self.as_json))
+        return render_add(report, display(as_json=self.as_json))
 
     def failed(self, error: AikitoError) -> AgentsAddReport:
         import attrs

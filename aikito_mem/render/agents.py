@@ -22,7 +22,7 @@ from aikito_mem.render.text import (
 SCHEMA = "aikito.agents/1"
 
 __all__ = ["SCHEMA", "add_document", "add_lines", "list_document", "list_lines",
-           "render_add", "render_list"]
+           "render_add", "render_list", "table_lines"]
 
 
 def _finding(f: Finding) -> dict[str, Any]:
@@ -64,43 +64,53 @@ def _yes(value: bool | None) -> str:
 
 
 def list_lines(report: AgentsReport, display: Display) -> list[str]:
-    """A header, one row per agent, the warnings, and how to add one."""
+    """A header, one row per agent (:func:`table_lines`), the warnings, and how to add
+    one — every line within the width ([U2])."""
     rows = report.rows
     known = sum(1 for r in rows if r.in_catalogue)
     lines = [display.line(f"aikito knows {plural(known, 'coding agent')}; "
                           "DETECTED: on this machine (PATH, home directory)", bold=True)]
     if report.workspace is not None:
         where = agents_root(report.workspace)
-        lines += [display.line(part) for part in _wrapped(
+        lines.append(display.line(
             f"REGISTERED: in {where}" if report.registry_present else
             f"REGISTERED: the workspace has no {where}/ — AGENTS.md is the one "
-            "instruction target for every agent")]
+            "instruction target for every agent"))
     table = [("AGENT", "DETECTED", "REGISTERED", "INSTRUCTIONS", "SKILLS")]
     table += [(r.name if r.in_catalogue else f"{r.name} (workspace)", _yes(r.detected),
                _yes(r.registered), r.instruction_path or "-", r.skills_path or "-")
               for r in rows]
-    widths = [max(len(printable(t[i])) for t in table) for i in range(4)]
-    for index, cells in enumerate(table):
-        text = "  ".join([*(printable(c).ljust(w) for c, w in zip(cells, widths, strict=False)),
-                          printable(cells[4])]).rstrip()
-        fg = "green" if index and cells[1] == "yes" else None
-        lines.append(display.line(text, fg, bold=index == 0))
-    for f in report.findings:
-        lines += [display.line(part, "magenta") for part in _wrapped(f"warning: {f.message}")]
+    lines += table_lines([tuple(printable(c) for c in cells) for cells in table], display)
+    lines += [display.line(f"warning: {f.message}", "magenta") for f in report.findings]
     detected = [r.name for r in rows if r.detected and not r.registered and r.in_catalogue]
     tail = (f"Register the detected ones: aikito agents add {' '.join(detected)}" if detected
             else "Register one: aikito agents add NAME…")
-    lines.append(f"{sum(1 for r in rows if r.detected)} detected, "
-                 f"{sum(1 for r in rows if r.registered)} registered. {tail}")
+    lines.append(display.line(f"{sum(1 for r in rows if r.detected)} detected, "
+                              f"{sum(1 for r in rows if r.registered)} registered. {tail}"))
     return lines
 
 
-def _wrapped(text: str, width: int = 100) -> list[str]:
-    """A message on lines of at most ``width``, with a hanging indent; a path is never cut."""
-    import textwrap
-
-    return textwrap.wrap(text, width, subsequent_indent="  ", break_long_words=False,
-                         break_on_hyphens=False) or [text]
+def table_lines(table: list[tuple[str, ...]], display: Display) -> list[str]:
+    """The header row and one row per agent, columns aligned, when every row fits the
+    width; else the first three columns aligned and each agent's instruction target and
+    skills directory on an indented line below its row ([U2]).  A detected agent's rows
+    are green."""
+    widths = [max(len(t[i]) for t in table) for i in range(4)]
+    full = ["  ".join([*(c.ljust(w) for c, w in zip(cells, widths, strict=False)),
+                       cells[4]]).rstrip() for cells in table]
+    fits = all(len(text) <= display.width for text in full)
+    lines: list[str] = []
+    for index, cells in enumerate(table):
+        fg = "green" if index and cells[1] == "yes" else None
+        if fits:
+            lines.append(display.line(full[index], fg, bold=index == 0))
+            continue
+        head = "  ".join(c.ljust(w) for c, w in zip(cells[:2], widths, strict=False))
+        lines.append(display.line(f"{head}  {cells[2]}", fg, bold=index == 0))
+        below = (f"{cells[3]}, {cells[4]}" if index == 0 else
+                 f"instructions {cells[3]}, skills {cells[4]}")
+        lines.append(display.line(f"{'':<4}{below}", fg, bold=index == 0))
+    return lines
 
 
 def render_list(report: AgentsReport, display: Display) -> Output:
@@ -125,7 +135,9 @@ _WORDS = {AddStatus.CREATED: "created", AddStatus.EXISTED: "exists",
           AddStatus.PLANNED: "would create"}
 
 
-def add_lines(report: AgentsAddReport) -> list[str]:
+def add_lines(report: AgentsAddReport, display: Display | None = None) -> list[str]:
+    """What ``agents add`` did (or would do), each line within the width ([U2])."""
+    display = display or Display()
     new = sum(1 for f in report.files if f.status is not AddStatus.EXISTED)
     where = report.directory or "agents"
     if report.dry_run:
@@ -142,14 +154,15 @@ def add_lines(report: AgentsAddReport) -> list[str]:
         lines.append(f"  {_WORDS[f.status]:<12} agents/{f.agent}.toml{note}")
     lines.append("Next: aikito sync project NAME --dry-run" if not report.dry_run
                  else "Run it without --dry-run to write them.")
-    return [printable(line) for line in lines]
+    return [display.line(line) for line in lines]
 
 
 def render_add(report: AgentsAddReport, display: Display) -> Output:
     if display.as_json:
         return Output(report.exit_code, document=add_document(report))
     if report.error is None:
-        return Output(0, lines=tuple(add_lines(report)))
-    done = [line for line in add_lines(report)[1:] if line.lstrip().startswith("created ")]
+        return Output(0, lines=tuple(add_lines(report, display)))
+    done = [line for line in add_lines(report, display)[1:]
+            if line.lstrip().startswith("created ")]
     lines = ("Created before stopping:", *done) if done else ()
     return Output(report.exit_code, lines=lines, errors=error_lines(report.error, display))
