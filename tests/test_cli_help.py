@@ -112,3 +112,47 @@ def test_the_project_list_of_a_large_workspace_is_cut(ws: WS) -> None:
         ws.write_config(f"p{n:02d}", memory=[], paths=[])
     res = CliRunner().invoke(cli, ["--workspace", ws.root, "sync", "project", "x"])
     assert res.stderr.rstrip("\n").endswith("p19, … (5 more)")
+
+
+HELPS = [*COMMANDS, ["sync", "project"], ["clean"], ["agents"], ["agents", "add"], ["hook"],
+         ["hook", "install"], ["hook", "uninstall"], ["init", "workspace"]]
+
+
+@pytest.mark.parametrize("columns", [60, 80])
+def test_every_help_fits_the_width(columns: int) -> None:
+    """[U2]: help too — the examples and exit codes (click keeps those paragraphs as
+    written) wrap at the width: a description beside its term hangs at its column, or
+    goes below its term when that column leaves it too little room."""
+    for command in HELPS:
+        res = CliRunner().invoke(cli, [*command, "--help"], catch_exceptions=False,
+                                 env={"COLUMNS": str(columns)}, terminal_width=columns)
+        assert res.exit_code == 0, res.output
+        long = [line for line in res.stdout.splitlines()
+                if len(line) > columns and len(line.split()) > 1]
+        assert not long, (command, long)
+    text = CliRunner().invoke(cli, ["sync", "project", "--help"], catch_exceptions=False,
+                              terminal_width=60).stdout.splitlines()
+    start = text.index("  Examples:")
+    assert text[start + 1:start + 5] == [
+        "    aikito sync project demo", "        sync every checkout of demo",
+        "    aikito sync project", "        the project of the current directory"]
+    top = CliRunner().invoke(cli, ["--help"], catch_exceptions=False,
+                             terminal_width=60).stdout.splitlines()
+    at = top.index("    aikito sync project demo         sync project demo's")
+    assert top[at + 1] == f"{'':<37}checkouts"
+
+
+def test_help_that_fits_100_columns_is_unchanged() -> None:
+    """The fitted formatter changes nothing that fits: at 100 columns every preserved
+    line is click's own."""
+    from aikito_mem.cli.options import fitted
+
+    res = CliRunner().invoke(cli, ["sync", "project", "--help"], catch_exceptions=False,
+                             env={"COLUMNS": "100"})
+    assert ("    aikito sync project demo --dry-run --out plan.toml && aikito apply plan.toml"
+            in res.stdout.splitlines())
+    assert fitted("  short", 10) == ["  short"]
+    assert fitted("  aikito x   a description that is rather long", 40) == [
+        "  aikito x   a description that is", "             rather long"]
+    assert fitted("  aikito x   a description that is rather long", 30) == [
+        "  aikito x", "      a description that is", "      rather long"]

@@ -29,7 +29,7 @@ from typing import Any
 import click
 
 from aikito_mem import __version__
-from aikito_mem.cli.options import HELP_WIDTH, PROGRAMS, FullSummaries
+from aikito_mem.cli.options import HELP_WIDTH, PROGRAMS, FittedContext, FullSummaries, fit_help
 
 #: Each command of the root group: its module (under ``aikito_mem.cli``) and attribute.
 COMMANDS = {
@@ -54,6 +54,9 @@ class AikitoGroup(FullSummaries):
     :data:`COMMANDS` a run names, so ``aikito sync project`` never imports ``adopt``,
     ``doctor``, ``init``…; the help imports them all to list them."""
 
+    #: [U2]: the help fits the width, examples included.
+    context_class = FittedContext
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*COMMANDS, *self.commands})
 
@@ -63,7 +66,7 @@ class AikitoGroup(FullSummaries):
             module, attr = COMMANDS[cmd_name]
             name = f"aikito_mem.cli.{module}"
             __import__(name)  # the interpreter's own import: ``-X importtime`` reports it
-            command = getattr(sys.modules[name], attr)
+            command = fit_help(getattr(sys.modules[name], attr))
             self.add_command(command, cmd_name)
         return command
 
