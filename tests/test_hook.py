@@ -82,8 +82,10 @@ def test_the_hook_runs_only_for_a_new_worktree(ws: WS, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("why", ["no aikito", "sync fails"])
-def test_the_hook_never_fails_git(ws: WS, tmp_path: Path, why: str) -> None:
+def test_the_hook_never_fails_git(ws: WS, tmp_path: Path, why: str,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
     co = repo_world(ws, worktrees=False)  # the new worktree belongs to no project
+    monkeypatch.setenv("COLUMNS", "60")  # a narrow terminal's, which git passes on
     assert invoke("hook", "install", co).exit_code == 0
     path = None
     if why == "no aikito":  # the directories of git and sh, where no aikito is
@@ -101,6 +103,8 @@ def test_the_hook_never_fails_git(ws: WS, tmp_path: Path, why: str) -> None:
     assert len(lines) == 1, proc.stderr
     words = "not found on PATH" if why == "no aikito" else "not synced: aikito: no project"
     assert words in lines[0]
+    if why == "sync fails":  # [U2]: the whole message, its remedy too, never cut at a width
+        assert lines[0].endswith("— name the project: aikito sync project NAME"), lines[0]
 
 
 def test_core_hooks_path_is_respected(ws: WS) -> None:

@@ -53,7 +53,8 @@ if ! command -v aikito >/dev/null 2>&1; then
   echo "aikito: not found on PATH; the new worktree was not synced" >&2
   exit 0
 fi
-if ! out=$(aikito sync project --quiet 2>&1); then
+# COLUMNS: the message unwrapped, so its one line below is all of it.
+if ! out=$(COLUMNS=10000 aikito sync project --quiet 2>&1); then
   echo "aikito: the new worktree was not synced: $(printf '%s\\n' "$out" | head -n 1)" >&2
 fi
 exit 0
