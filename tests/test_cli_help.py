@@ -156,3 +156,14 @@ def test_help_that_fits_100_columns_is_unchanged() -> None:
         "  aikito x   a description that is", "             rather long"]
     assert fitted("  aikito x   a description that is rather long", 30) == [
         "  aikito x", "      a description that is", "      rather long"]
+
+
+def test_the_short_examples_of_sync_project_line_up() -> None:
+    """At 100 columns each short example's description starts in one column, a space
+    at least after its command (one ran into its description before)."""
+    text = invoke("sync", "project", "--help", width=100).stdout.splitlines()
+    start = text.index("  Examples:")
+    rows = text[start + 1:start + 6]
+    columns = {len(row) - len(row.split("  ")[-1].lstrip()) for row in rows}
+    assert len(columns) == 1, rows
+    assert all("  " in row.strip() for row in rows), rows

@@ -214,11 +214,11 @@ Exit codes:
 
 PROJECT_EPILOG = """\b
 Examples:
-  aikito sync project demo                 sync every checkout of demo
-  aikito sync project                      the project of the current directory
-  aikito sync project demo ~/code/demo     sync (and register) that checkout
-  aikito sync project demo . --no-register this directory, not registered
-  aikito sync project demo --check         exit 7 when changes are pending
+  aikito sync project demo                  sync every checkout of demo
+  aikito sync project                       the project of the current directory
+  aikito sync project demo ~/code/demo      sync (and register) that checkout
+  aikito sync project demo . --no-register  this directory, not registered
+  aikito sync project demo --check          exit 7 when changes are pending
   aikito sync project demo --dry-run --out plan.toml && aikito apply plan.toml
   aikito sync project demo --moved-from ~/old-aikito   relink after `mv` of the workspace
 """
