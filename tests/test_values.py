@@ -1,10 +1,17 @@
-"""The shared ``__eq__``, ``__hash__`` and ``__repr__`` of the value classes mean what
-attrs' own mean ([A1], [§12]): checked against twins made by plain ``@attrs.frozen``, and on
-every value class of the package (still attrs frozen, slotted classes)."""
+"""The value classes ([A1], [§12]): the shared ``__eq__``, ``__hash__`` and ``__repr__``
+mean what attrs' own mean — checked against twins made by plain ``@attrs.frozen`` — and a
+:func:`~aikito_mem.values.record` class behaves as an ``attrs`` frozen, slotted class does:
+immutable, slotted, its defaults, ``TypeError`` for a bad call (worded as attrs words it),
+:func:`~aikito_mem.values.replace` and :func:`~aikito_mem.values.fields`.  This file is
+type-checked by ``make lint``: the ``type: ignore`` comments below are errors mypy must see
+(strict mode reports an unused one), so mypy knows a record's ``__init__`` and that it is
+frozen."""
 
 from __future__ import annotations
 
+import copy
 import importlib
+import pickle
 import pkgutil
 
 import attrs
@@ -16,12 +23,17 @@ import aikito_mem
 from aikito_mem.model import (
     ABSENT,
     Action,
+    CheckoutPlan,
+    CheckoutState,
+    Finding,
     Kind,
     Observed,
     Operation,
     Plan,
+    Segment,
+    SyncResult,
 )
-from aikito_mem.values import Value
+from aikito_mem.values import NOTHING, Field, Value, fields, is_value_class, record, replace
 from aikito_mem.views import SkillsView
 
 
@@ -50,6 +62,31 @@ class Hidden(Value):
     note: str = attrs.field(default="", eq=False, repr=False)
 
 
+@record
+class Rec(Value):
+    """A record twin of :class:`Shared` and :class:`Plain`."""
+
+    a: int
+    b: str | None = None
+    c: tuple[int, ...] = ()
+
+    @property
+    def total(self) -> int:
+        return self.a + sum(self.c)
+
+
+@record
+class Bare(Value):
+    pass
+
+
+@record
+class Nested(Value):
+    inner: Rec = Rec(0)
+    kind: Kind = Kind.ABSENT
+    names: frozenset[str] = frozenset({"x"})
+
+
 values = st.tuples(st.integers(), st.none() | st.text(max_size=5),
                    st.lists(st.integers(), max_size=3).map(tuple))
 
@@ -62,6 +99,11 @@ def test_equality_and_hash_are_attrs_own(x: tuple[int, str | None, tuple[int, ..
     if Shared(*x) == Shared(*y):
         assert hash(Shared(*x)) == hash(Shared(*y))
     assert repr(Shared(*x)) == repr(Plain(*x)).replace("Plain(", "Shared(", 1)
+    assert (Rec(*x) == Rec(*y)) is (Plain(*x) == Plain(*y))
+    assert (Rec(*x) != Rec(*y)) is (Plain(*x) != Plain(*y))
+    if Rec(*x) == Rec(*y):
+        assert hash(Rec(*x)) == hash(Rec(*y))
+    assert repr(Rec(*x)) == repr(Plain(*x)).replace("Plain(", "Rec(", 1)
 
 
 def test_other_classes_are_never_equal() -> None:
@@ -70,6 +112,8 @@ def test_other_classes_are_never_equal() -> None:
     assert One(1) == One(1) and One(1) != One(2) and hash(One(1)) == hash(One(1))
     assert Shared(1) != One(1)
     assert len({Shared(1), Shared(1), One(1)}) == 2
+    assert Rec(1) != Shared(1) and Rec(1).__eq__(Shared(1)) is NotImplemented
+    assert Bare() == Bare() and hash(Bare()) == hash(Bare()) and repr(Bare()) == "Bare()"
 
 
 def test_fields_that_attrs_would_skip_are_skipped() -> None:
@@ -77,12 +121,127 @@ def test_fields_that_attrs_would_skip_are_skipped() -> None:
     assert repr(Hidden(1, "x")) == "Hidden(a=1)"
 
 
-def test_model_values_keep_the_attrs_api() -> None:
+BAD_CALLS: list[tuple[tuple[object, ...], dict[str, object]]] = [
+    ((), {}), ((), {"b": "x"}), ((1, "x", (), 4), {}), ((1,), {"a": 2}), ((1,), {"d": 2}),
+    ((1, "x"), {"b": "y"}), ((), {"d": 1, "a": 1}),
+]
+
+
+def test_a_record_takes_its_arguments_as_attrs_would() -> None:
+    assert Rec(1) == Rec(1, None, ()) == Rec(a=1) == Rec(1, c=()) == Rec(c=(), a=1)
+    assert Rec(1, "x", (2, 3)).total == 6 and Rec(b="y", a=2).b == "y"
+    assert (Rec(1, "x").a, Rec(1, "x").b, Rec(1, "x").c) == (1, "x", ())
+    for args, kwargs in BAD_CALLS:
+        with pytest.raises(TypeError) as ours:
+            Rec(*args, **kwargs)  # type: ignore[arg-type]
+        with pytest.raises(TypeError) as theirs:
+            Plain(*args, **kwargs)  # type: ignore[arg-type]
+        assert str(ours.value) == str(theirs.value).replace("Plain.", "Rec."), (args, kwargs)
+    with pytest.raises(TypeError, match=r"Bare.__init__\(\) takes 1 positional argument "):
+        Bare(1)  # type: ignore[call-arg]
+
+
+def test_a_bad_call_is_a_type_error_mypy_sees_too() -> None:
+    with pytest.raises(TypeError, match=r"missing 1 required positional argument: 'a'"):
+        Rec()  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"got an unexpected keyword argument 'd'"):
+        Rec(1, d=2)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"takes from 2 to 4 positional arguments but 5"):
+        Rec(1, "x", (), 4)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"missing 2 required positional arguments: "
+                                        r"'kind' and 'literal'"):
+        _Two()  # type: ignore[call-arg]
+
+
+@record
+class _Two(Value):
+    kind: Kind
+    literal: str
+
+
+def test_a_record_is_frozen_and_slotted() -> None:
+    rec = Rec(1, "x")
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        rec.a = 2  # type: ignore[misc]
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        rec.other = 2  # type: ignore[attr-defined]
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        del rec.b
+    assert (rec.a, rec.b) == (1, "x")
+    assert not hasattr(rec, "__dict__") and not hasattr(Bare(), "__dict__")
+    assert vars(Rec)["__slots__"] == ("a", "b", "c")
+    assert Rec.__qualname__ == "Rec" and Rec.__doc__ == "A record twin of :class:`Shared` "\
+        "and :class:`Plain`."
+    assert Rec.__match_args__ == ("a", "b", "c")
+    # Class-level defaults are kept as defaults only, never as class attributes.
+    assert Nested() == Nested(Rec(0), Kind.ABSENT, frozenset({"x"}))
+    assert type(vars(Nested)["kind"]).__name__ == "member_descriptor"
+
+
+def test_copy_and_pickle_keep_a_record() -> None:
+    rec = Nested(Rec(1, "x", (2,)))
+    assert copy.copy(rec) == rec and copy.deepcopy(rec) == rec
+    assert pickle.loads(pickle.dumps(rec)) == rec
+
+
+def test_a_mutable_default_or_a_misplaced_field_is_refused() -> None:
+    with pytest.raises(TypeError, match=r"the default of 'items', \[\], is not immutable"):
+        @record
+        class Listy(Value):
+            items: list[int] = []  # noqa: RUF012
+
+    with pytest.raises(TypeError, match=r"the default of 'items', \(\[\],\), is not immutable"):
+        @record
+        class Deep(Value):
+            items: tuple[list[int], ...] = ([],)
+
+    with pytest.raises(TypeError, match=r"the required field 'b' follows a field with a "):
+        @record
+        class Order(Value):
+            a: int = 0
+            b: int  # type: ignore[misc]
+
+    with pytest.raises(TypeError, match=r"a record derives from Value only"):
+        @record
+        class Plainly:
+            a: int
+
+    with pytest.raises(TypeError, match=r"a record derives from Value only"):
+        @record
+        class Again(Rec):
+            d: int = 0
+
+    with pytest.raises(TypeError, match=r"show uses super\(\) or __class__"):
+        @record
+        class Super(Value):
+            a: int
+
+            def show(self) -> str:
+                return super().__repr__()
+
+
+def test_replace_and_fields_work_on_both_kinds() -> None:
+    rec = Rec(1, "x")
+    assert replace(rec, b=None) == Rec(1) and replace(rec) == rec and rec.b == "x"
+    with pytest.raises(TypeError, match=r"Rec has no field 'd'"):
+        replace(rec, d=1)
+    op = Operation(Action.NOOP, "INV-MEM-10", "/co", "/co/.agents/memory/a", "in sync")
+    assert replace(op, reason="x") == attrs.evolve(op, reason="x")
+    assert all(isinstance(f, Field) for f in fields(Rec))
+    assert [(f.name, f.default) for f in fields(Rec)] == [("a", NOTHING), ("b", None),
+                                                          ("c", ())]
+    assert [f.name for f in fields(Operation)] == [a.name for a in attrs.fields(Operation)]
+    assert fields(Bare) == ()
+    assert is_value_class(Rec) and is_value_class(Plan) and not is_value_class(Value)
+    assert not is_value_class(Plain(1)) and not is_value_class(int)
+
+
+def test_model_values_keep_their_api() -> None:
     link = Observed(Kind.LINK, "/ws/memory/a")
     assert link == Observed(Kind.LINK, "/ws/memory/a") != ABSENT
     assert repr(link) == ("Observed(kind=<Kind.LINK: 'symlink'>, literal='/ws/memory/a', "
                           "dev=0, ino=0, gen=None)")
-    assert attrs.evolve(link, literal="x").literal == "x"
+    assert replace(link, literal="x").literal == "x"
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         link.literal = "x"  # type: ignore[misc]
     op = Operation(Action.NOOP, "INV-MEM-10", "/co", "/co/.agents/memory/a", "in sync")
@@ -90,6 +249,10 @@ def test_model_values_keep_the_attrs_api() -> None:
     assert SkillsView() == SkillsView() and not hasattr(SkillsView(), "__dict__")
     assert attrs.has(Plan) and [f.name for f in attrs.fields(Plan)][:2] == ["project",
                                                                             "workspace"]
+    # [A1]: the plan, its operations and checkout plans, and the results stay attrs.
+    for cls in (Plan, Operation, CheckoutPlan, Finding, Segment, SyncResult):
+        assert attrs.has(cls), cls
+    assert CheckoutPlan("a", "/co", CheckoutState.ACTIVE).dirs == ()
 
 
 def _value_classes() -> list[type]:
@@ -99,14 +262,13 @@ def _value_classes() -> list[type]:
             continue
         module = importlib.import_module(info.name)
         found += [obj for obj in vars(module).values()
-                  if isinstance(obj, type) and attrs.has(obj)
-                  and obj.__module__ == info.name]
+                  if is_value_class(obj) and obj.__module__ == info.name]
     return found
 
 
-def test_every_value_class_is_a_frozen_slotted_attrs_class() -> None:
+def test_every_value_class_is_frozen_and_slotted() -> None:
     classes = _value_classes()
     assert len(classes) > 30
     for cls in classes:
         assert "__slots__" in vars(cls), cls
-        assert cls.__setattr__ is not object.__setattr__, cls  # frozen
+        assert vars(cls)["__setattr__"] is not object.__setattr__, cls  # frozen
