@@ -33,12 +33,12 @@ from aikito_mem.model import (
     SyncResult,
 )
 from aikito_mem.planner.project import plan_project
-from aikito_mem.values import Value
+from aikito_mem.values import Value, record
 from aikito_mem.world import checkouts as _checkouts
 from aikito_mem.world.observe import Observer, with_identity
 
 
-@attrs.frozen(repr=False, eq=False)
+@record
 class PrepareConflict(Value):
     """One conflict reported by :meth:`Project.prepare`."""
 

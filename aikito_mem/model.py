@@ -1,6 +1,8 @@
 """Frozen value types the rooms hand each other: observations, resources, plans, results.
 
-Nothing here performs I/O.  Every type is an ``attrs`` frozen class or an enum, and every
+Nothing here performs I/O.  Every type is frozen — an ``attrs`` frozen class ([A1]: the
+plan, its operations and checkout plans, the results) or a :func:`~aikito_mem.values.record`
+(the observations, resources and configuration they are made from) — or an enum, and every
 collection is a tuple, so a :class:`Plan` can be handed around (and saved) without anyone
 being able to change what it was planned against ([A1]).
 """
@@ -13,7 +15,7 @@ from typing import Any
 import attrs
 from attrs import frozen
 
-from aikito_mem.values import PlanKind, Value
+from aikito_mem.values import PlanKind, Value, record
 
 
 class Action(enum.Enum):
@@ -72,7 +74,7 @@ class SegmentName(enum.Enum):
 SEGMENT_ORDER = (SegmentName.SKILLS, SegmentName.INSTRUCTIONS, SegmentName.MEMORY)
 
 
-@frozen(repr=False, eq=False)
+@record
 class Observed(Value):
     """One observation of one path: its type and, where it matters, its identity.
 
@@ -116,7 +118,7 @@ class Finding(Value):
     path: str | None = None
 
 
-@frozen(repr=False, eq=False)
+@record
 class Candidate(Value):
     """One checkout candidate from ``paths``/``path`` ([C5], [K1])."""
 
@@ -130,7 +132,7 @@ class Candidate(Value):
     absolute: bool
 
 
-@frozen(repr=False, eq=False)
+@record
 class ProjectConfig(Value):
     """A validated ``agent.toml`` ([C1]–[C7])."""
 
@@ -152,7 +154,7 @@ class ProjectConfig(Value):
     worktrees: bool = False
 
 
-@frozen(repr=False, eq=False)
+@record
 class SourceCheck(Value):
     """What execution re-checks about one source path ([P5]).
 
@@ -206,7 +208,7 @@ class CheckoutPlan(Value):
     dirs: tuple[tuple[str, Observed], ...] = ()
 
 
-@frozen(repr=False, eq=False)
+@record
 class PlannedTarget(Value):
     """One instruction target as planned: its path, its agents and their detection."""
 
@@ -352,7 +354,7 @@ class SyncResult(Value):
         return all(s.success for s in self.segments)
 
 
-@frozen(repr=False, eq=False)
+@record
 class Resource(Value):
     """One desired resource: a workspace reference or the project notes ([S1]–[S4])."""
 
@@ -373,7 +375,7 @@ class Resource(Value):
     checks: tuple[SourceCheck, ...] = ()
 
 
-@frozen(repr=False, eq=False)
+@record
 class ResourceSet(Value):
     """Every resource of a project plus the notes decision it was derived from."""
 
@@ -403,7 +405,7 @@ class InstructionState(enum.Enum):
     UNSAFE = "unsafe"
 
 
-@frozen(repr=False, eq=False)
+@record
 class InstructionSource(Value):
     """The project instructions source and what execution re-checks about it ([P5])."""
 

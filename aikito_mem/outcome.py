@@ -18,8 +18,6 @@ only renders a report and exits with its code.
 
 from __future__ import annotations
 
-import attrs
-
 from aikito_mem.errors import (
     EXIT_CONFLICT,
     EXIT_OK,
@@ -40,10 +38,10 @@ from aikito_mem.model import (
     SegmentName,
     SyncResult,
 )
-from aikito_mem.values import Value
+from aikito_mem.values import Value, record, replace
 
 
-@attrs.frozen(repr=False, eq=False)
+@record
 class SyncReport(Value):
     """What one ``sync project`` or ``apply`` came to: the one value that is rendered."""
 
@@ -132,8 +130,8 @@ def interrupted(report: SyncReport, error: InterruptedError_) -> SyncReport:
     130/143, every status it had kept."""
     if report.outcome is Outcome.INTERRUPTED:
         return report
-    return attrs.evolve(report, outcome=Outcome.INTERRUPTED, exit_code=exit_code_for(error),
-                        error=error)
+    return replace(report, outcome=Outcome.INTERRUPTED, exit_code=exit_code_for(error),
+                   error=error)
 
 
 def segment_results(

@@ -2,13 +2,11 @@
 skills directories and instruction targets, and the one :class:`Observations` of a
 planning pass (§13, [P5]).
 
-Nothing here performs I/O; like :mod:`aikito_mem.model`, every type is an ``attrs``
-frozen class and every collection a tuple.
+Nothing here performs I/O; every type is a frozen
+:func:`~aikito_mem.values.record` and every collection a tuple.
 """
 
 from __future__ import annotations
-
-from attrs import frozen
 
 from aikito_mem.model import (
     ABSENT,
@@ -20,10 +18,10 @@ from aikito_mem.model import (
     Resource,
     ResourceSet,
 )
-from aikito_mem.values import Value
+from aikito_mem.values import Value, record
 
 
-@frozen(repr=False, eq=False)
+@record
 class CheckoutView(Value):
     """What observation found for one checkout candidate: the planner's input."""
 
@@ -42,8 +40,8 @@ class CheckoutView(Value):
     index_anchor: bool = False
 
 
-@frozen
-class CleanCheckout:
+@record
+class CleanCheckout(Value):
     """What observation found in one checkout candidate: the clean planner's input."""
 
     label: str
@@ -73,7 +71,7 @@ class CleanCheckout:
     agent_skills: tuple[tuple[str, Observed, tuple[tuple[str, Observed], ...]], ...] = ()
 
 
-@frozen(repr=False, eq=False)
+@record
 class SkillsView(Value):
     """What observation found at ``.agents/skills`` of one active checkout ([G2])."""
 
@@ -83,7 +81,7 @@ class SkillsView(Value):
     entries: tuple[tuple[str, Observed], ...] = ()
 
 
-@frozen(repr=False, eq=False)
+@record
 class AgentSkillsView(Value):
     """One per-agent skills directory of one active checkout, as observed ([N1])."""
 
@@ -103,7 +101,7 @@ class AgentSkillsView(Value):
     parents: tuple[tuple[str, Observed], ...] = ()
 
 
-@frozen(repr=False, eq=False)
+@record
 class InstructionTargetView(Value):
     """One instruction target of one active checkout, as observed ([G4])."""
 
@@ -121,7 +119,7 @@ class InstructionTargetView(Value):
     relink: Observed = ABSENT  # at the relink name: a killed relink's leftover ([L4])
 
 
-@frozen(repr=False, eq=False)
+@record
 class InstructionsView(Value):
     """Every instruction target of one active checkout plus the legacy link ([G4])."""
 
@@ -130,8 +128,8 @@ class InstructionsView(Value):
     legacy: Observed = ABSENT
 
 
-@frozen
-class Observations:
+@record
+class Observations(Value):
     """Everything one planning pass observed, handed from ``world/`` to ``planner/`` in
     one value: the memory resources and checkouts, and the skills and instructions of
     every active checkout (§13).  The views are keyed by the active checkouts' paths."""

@@ -35,7 +35,7 @@ from aikito_mem.model import (
     SegmentName,
 )
 from aikito_mem.planner.clean import build_clean_plan, owner, place
-from aikito_mem.values import PlanKind
+from aikito_mem.values import PlanKind, replace
 from aikito_mem.views import CleanCheckout
 from aikito_mem.world.observe import lstat_link, with_identity
 from tests.helpers.cli import invoke, one_json
@@ -460,8 +460,8 @@ def _tampered(w: World) -> dict[str, Plan]:
     os.makedirs(f"{co}/.agents/memory/userdir")
     mine = _unlink(co, ".agents/memory/mine.txt")
     # A regular file, recorded as it is, but claiming the literal of an owned link.
-    mine = attrs.evolve(mine, observed=attrs.evolve(mine.observed,
-                                                    literal=f"{w.ws.root}/memory/mine.txt"))
+    mine = attrs.evolve(mine, observed=replace(mine.observed,
+                                               literal=f"{w.ws.root}/memory/mine.txt"))
     g_md = _unlink(co, ".agents/memory/g.md")
     # The writer names its target relative to the checkout: a target that only looks
     # like it is inside (``<co>X.agents/…``) would write the checkout's own entry.

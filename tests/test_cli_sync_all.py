@@ -21,6 +21,7 @@ from aikito_mem.commands.sync_all import PRECEDENCE, SyncAllReport, combined_exi
 from aikito_mem.errors import ConfigError, InterruptedError_
 from aikito_mem.outcome import error_report
 from aikito_mem.render.sync import SCHEMA as SYNC_SCHEMA
+from aikito_mem.values import replace
 from tests.helpers.snapshots import snapshot
 from tests.helpers.workspace import WS
 
@@ -213,10 +214,7 @@ def test_the_exit_code_precedence(codes: list[int]) -> None:
     assert combined_exit_code(codes) == expected
     reports = tuple(error_report(ConfigError("x"), project=f"p{i}", workspace="/ws",
                                  dry_run=False) for i, _ in enumerate(codes))
-    import attrs
-
-    reports = tuple(attrs.evolve(r, exit_code=c) for r, c in zip(reports, codes,
-                                                                   strict=True))
+    reports = tuple(replace(r, exit_code=c) for r, c in zip(reports, codes, strict=True))
     assert SyncAllReport("/ws", "option", False, False, reports).exit_code == expected
 
 

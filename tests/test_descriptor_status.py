@@ -328,14 +328,13 @@ def test_the_index_exempts_only_itself(demo: tuple[WS, str]) -> None:
 def test_the_planner_exempts_only_a_regular_file() -> None:
     """The pure planner, fed a view that says the index is anchored while the entry at
     ``MEMORY.md`` is no regular file: still a foreign entry (defence in depth)."""
-    import attrs
-
     from aikito_mem.model import Kind, Observed
+    from aikito_mem.values import replace
     from tests.helpers.pure import plan_of, resource_set, view
 
     for kind, literal in ((Kind.LINK, "/elsewhere"), (Kind.FIFO, None), (Kind.FILE, None)):
-        anchored = attrs.evolve(view({"MEMORY.md": Observed(kind, literal, 1, 2)}),
-                                index_anchor=True)
+        anchored = replace(view({"MEMORY.md": Observed(kind, literal, 1, 2)}),
+                           index_anchor=True)
         plan = plan_of(resource_set(), anchored)
         expected = "memory.index_anchor" if kind is Kind.FILE else "memory.foreign_entry"
         assert [f.code for f in plan.findings] == [expected], kind

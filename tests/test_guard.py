@@ -38,6 +38,7 @@ from aikito_mem.model import (
     Plan,
     SegmentName,
 )
+from aikito_mem.values import replace
 from aikito_mem.world.observe import lstat_link, with_identity
 from tests.helpers.snapshots import changed, snapshot
 from tests.helpers.strategies import World as RandomWorld
@@ -526,7 +527,7 @@ def test_unlink_of_a_non_link_claiming_an_owned_literal_is_refused(w: World) -> 
     p = w.project().plan()
     obs = live(f"{w.mem}/userdir")
     plan = replace_op(p, the(p, "old.md", Action.UNLINK), target=f"{w.mem}/userdir",
-                      observed=attrs.evolve(obs, literal=w.ws.memory_path("userdir")))
+                      observed=replace(obs, literal=w.ws.memory_path("userdir")))
     with pytest.raises(UnsafePlanError) as info:
         guard.check(plan)
     assert any("aikito only unlinks its own links" in r for r in info.value.refusals)

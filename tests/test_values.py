@@ -269,6 +269,8 @@ def _value_classes() -> list[type]:
 def test_every_value_class_is_frozen_and_slotted() -> None:
     classes = _value_classes()
     assert len(classes) > 30
+    records = [cls for cls in classes if not attrs.has(cls)]
+    assert len(records) >= 20
     for cls in classes:
         assert "__slots__" in vars(cls), cls
         assert vars(cls)["__setattr__"] is not object.__setattr__, cls  # frozen

@@ -43,11 +43,9 @@ import os
 import stat
 from collections.abc import Mapping
 
-import attrs
-
 from aikito_mem import layout
 from aikito_mem.errors import ConfigError
-from aikito_mem.values import Value
+from aikito_mem.values import Value, record
 
 __all__ = [
     "FOUND_VIA",
@@ -65,7 +63,7 @@ FOUND_VIA = ("option", "AIKITO_DIR", "pointer file", "default")
 DEFAULT_WORKSPACE = "~/aikito"
 
 
-@attrs.frozen(repr=False, eq=False)
+@record
 class Workspace(Value):
     """A resolved workspace."""
 

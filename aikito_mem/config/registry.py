@@ -24,11 +24,9 @@ import re
 import stat
 from collections.abc import Iterable, Mapping, Sequence
 
-from attrs import frozen
-
 from aikito_mem.errors import ConfigError
 from aikito_mem.layout import AGENTS_DIR, SKILLS_DIR, agents_root
-from aikito_mem.values import Value
+from aikito_mem.values import Value, record
 
 #: The stem of a registry file: lower-case letters, digits, ``.``, ``_``, ``-``, starting
 #: with a letter or digit ([G3]).
@@ -42,7 +40,7 @@ _KNOWN = ("project_instruction_path", "project_skills_path", "detect")
 SHARED_SKILLS = SKILLS_DIR
 
 
-@frozen(repr=False, eq=False)
+@record
 class Detect(Value):
     """``[agents.<a>.detect]``: bare command names looked up on ``PATH``, and clean
     relative paths looked up under the home directory ([G4])."""
@@ -51,7 +49,7 @@ class Detect(Value):
     paths: tuple[str, ...] = ()
 
 
-@frozen(repr=False, eq=False)
+@record
 class AgentEntry(Value):
     """One registry file, as far as this engine reads it."""
 
@@ -66,7 +64,7 @@ class AgentEntry(Value):
     skills_path: str | None = None
 
 
-@frozen(repr=False, eq=False)
+@record
 class InstructionTarget(Value):
     """One instruction target (relative to the checkout root) and the agents that use it."""
 
@@ -75,7 +73,7 @@ class InstructionTarget(Value):
     agents: tuple[str, ...] = ()
 
 
-@frozen(repr=False, eq=False)
+@record
 class Registry(Value):
     #: Whether ``<ws>/agents`` exists (as a directory).
     present: bool

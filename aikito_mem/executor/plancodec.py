@@ -1,6 +1,7 @@
-"""The generic codec of saved plans: attrs model values <-> TOML-able data ([E9]).
+"""The generic codec of saved plans: model values <-> TOML-able data ([E9]).
 
-It walks ``attrs.fields()`` of the model classes and their resolved type hints.  Enums
+It walks the fields of the model classes (``attrs`` classes and records alike,
+:func:`aikito_mem.values.fields`) and their resolved type hints.  Enums
 are written by value; ``None`` is written by omitting the key (TOML has no null); a
 variable-length tuple is an array; a fixed-length tuple (the ``(rel, observed)`` pairs of
 ``CheckoutPlan.dirs``) is a table with named members.  A key that is absent on reading
@@ -20,9 +21,8 @@ import types
 import typing
 from typing import Any
 
-import attrs
-
 from aikito_mem.model import CheckoutPlan
+from aikito_mem.values import NOTHING, fields, is_value_class
 
 __all__ = ["Invalid", "decode_attrs", "describe", "encode_attrs"]
 
@@ -113,7 +113,7 @@ def _encode(value: Any, tp: Any, where: str, names: tuple[str, ...] | None) -> A
         if not isinstance(value, tp):
             raise TypeError(f"{where}: expected {tp.__name__}, got {value!r}")
         return value.value
-    if isinstance(tp, type) and attrs.has(tp):
+    if is_value_class(tp):
         if not isinstance(value, tp):
             raise TypeError(f"{where}: expected {tp.__name__}, got {value!r}")
         return encode_attrs(value, where)
@@ -143,10 +143,10 @@ def encode_attrs(obj: Any, where: str) -> dict[str, Any]:
     cls: type = type(obj)
     hints = _hints(cls)
     out: dict[str, Any] = {}
-    for field in attrs.fields(cls):
+    for field in fields(cls):
         value = getattr(obj, field.name)
         if value is None:
-            if field.default is not attrs.NOTHING and field.default is not None:
+            if field.default is not NOTHING and field.default is not None:
                 raise TypeError(
                     f"{where}.{field.name}: None cannot be written (its default is not None)"
                 )
@@ -185,7 +185,7 @@ def _decode(raw: Any, tp: Any, where: str, names: tuple[str, ...] | None) -> Any
             choices = ", ".join(repr(v) for v in allowed)
             raise Invalid(where, f"must be one of {choices}, found {raw!r}")
         return tp(raw)
-    if isinstance(tp, type) and attrs.has(tp):
+    if is_value_class(tp):
         return decode_attrs(tp, raw, where)
     if typing.get_origin(tp) is tuple:
         targs = typing.get_args(tp)
@@ -235,21 +235,21 @@ def decode_attrs(cls: type, raw: Any, where: str) -> Any:
     if not isinstance(raw, dict):
         raise Invalid(where, f"must be a table, found {describe(raw)}")
     hints = _hints(cls)
-    fields = [f for f in attrs.fields(cls) if f.init]
-    extra = sorted(set(raw) - {f.name for f in fields})
+    declared = fields(cls)  # every field is an __init__ argument of its own name
+    extra = sorted(set(raw) - {f.name for f in declared})
     if extra:
         raise Invalid(where, f"has an unexpected key {extra[0]!r}")
     kwargs: dict[str, Any] = {}
-    for field in fields:
+    for field in declared:
         tp = hints[field.name]
         key = f"{where}.{field.name}"
         if field.name in raw:
             names = _TUPLE_NAMES.get((cls, field.name))
-            kwargs[field.alias] = _decode(raw[field.name], tp, key, names)
-        elif field.default is not attrs.NOTHING:
+            kwargs[field.name] = _decode(raw[field.name], tp, key, names)
+        elif field.default is not NOTHING:
             continue  # the class supplies its default
         elif _is_optional(tp):
-            kwargs[field.alias] = None
+            kwargs[field.name] = None
         else:
             raise Invalid(key, "is missing")
     return cls(**kwargs)

@@ -36,6 +36,7 @@ from aikito_mem.planner import instructions as planner_instructions
 from aikito_mem.planner import skills as planner_skills
 from aikito_mem.planner.checkout import offline_reason
 from aikito_mem.planner.memory import build_plan
+from aikito_mem.values import replace
 from aikito_mem.views import (
     AgentSkillsView,
     InstructionsView,
@@ -81,7 +82,7 @@ def _with_skill_sources(sources: tuple[SourceCheck, ...], skills: tuple[Resource
             by_path.setdefault(check.path, check)
         if res.name in linked and res.checks:
             last = res.checks[-1]
-            by_path[last.path] = attrs.evolve(last, identity=True)
+            by_path[last.path] = replace(last, identity=True)
     return tuple(by_path[p] for p in sorted(by_path))
 
 

@@ -13,10 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
-import attrs
-
 from aikito_mem.errors import AikitoError
-from aikito_mem.values import Value
+from aikito_mem.values import Value, record
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -141,7 +139,7 @@ def wrap(text: str, width: int, indent: int | None = None) -> list[str]:
     return [line.replace(_KEEP, " ") for line in lines] or [text]
 
 
-@attrs.frozen(repr=False, eq=False)
+@record
 class Display(Value):
     """How a command was asked to print: the options every renderer reads, and where it
     prints — the width of a line ([U2]), and the directory the command runs in and the
@@ -170,7 +168,7 @@ class Display(Value):
         return "\n".join(lines)
 
 
-@attrs.frozen(repr=False, eq=False)
+@record
 class Output(Value):
     """What a command prints and its exit code: the JSON document (``--json``), or the text
     lines for stdout and the error lines for stderr — each line already printable."""

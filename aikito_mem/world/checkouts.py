@@ -27,8 +27,6 @@ from __future__ import annotations
 import os
 from bisect import bisect_left
 
-import attrs
-
 from aikito_mem import layout
 from aikito_mem.config.candidates import lexical_key
 from aikito_mem.config.names import control_character
@@ -41,12 +39,12 @@ from aikito_mem.model import (
     Observed,
     ProjectConfig,
 )
-from aikito_mem.values import Value
+from aikito_mem.values import Value, record, replace
 from aikito_mem.views import CheckoutView
 from aikito_mem.world.observe import Observer
 
 
-@attrs.frozen(repr=False, eq=False)
+@record
 class Slot(Value):
     """A classified candidate, before its runtime tree is observed."""
 
@@ -393,7 +391,7 @@ def explicit_slot(
                 registered = other_slot.label
                 break
     if registered is not None:
-        slot = attrs.evolve(slot, label=registered)
+        slot = replace(slot, label=registered)
     return slot, registered is not None
 
 

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
 import tomli_w
 from click.testing import Result
@@ -40,6 +39,7 @@ from aikito_mem.model import (
     PlannedTarget,
 )
 from aikito_mem.model import SourceCheck as SourceCheckModel
+from aikito_mem.values import fields
 from tests.helpers.cli import invoke
 from tests.helpers.snapshots import changed, snapshot
 from tests.helpers.strategies import fs_examples
@@ -677,7 +677,7 @@ def test_edited_texts_are_harmless_and_never_shown(
 
 
 def _fields(cls: type, prefix: str) -> set[str]:
-    return {f"{prefix}{f.name}" for f in attrs.fields(cls)}
+    return {f"{prefix}{f.name}" for f in fields(cls)}
 
 
 def test_every_field_of_the_plan_document_is_attacked() -> None:

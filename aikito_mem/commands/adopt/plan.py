@@ -17,8 +17,6 @@ import stat
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-import attrs
-
 from aikito_mem import layout
 from aikito_mem.commands.adopt import distinct
 from aikito_mem.commands.adopt.checks import (
@@ -49,6 +47,7 @@ from aikito_mem.commands.adopt.values import (
 from aikito_mem.errors import AdoptRefused
 from aikito_mem.layout import MEMORY_DIR, SKILLS_DIR, is_notes, memory_source, memory_target
 from aikito_mem.model import Action, Kind, Observed, Operation, ProjectConfig
+from aikito_mem.values import replace
 from aikito_mem.world.observe import Observer, generation
 
 if TYPE_CHECKING:
@@ -145,7 +144,7 @@ def predict_link(config: ProjectConfig, ws: Workspace, label: str, checkout: str
     resources = resolve(config, ws.root, AfterMove(present))
     view = _checkouts.observe(_checkouts.Slot(label, checkout, CheckoutState.ACTIVE),
                               Observer())
-    view = attrs.evolve(view, entries=tuple(
+    view = replace(view, entries=tuple(
         (r, o) for r, o in view.entries if r != rel and not r.startswith(f"{rel}/")))
     plan = build_plan(config=config, workspace=ws.root, workspace_source=ws.found_via,
                       resources=resources, checkouts=(view,), explicit_path=checkout,

@@ -52,6 +52,7 @@ from aikito_mem.model import (
     ProjectConfig,
     SegmentName,
 )
+from aikito_mem.values import replace
 from aikito_mem.world.observe import Observer, generation
 
 if TYPE_CHECKING:
@@ -181,7 +182,7 @@ def _predict_skill(found: Found, config: ProjectConfig, where: str, name: str,
     agents = observer.lstat(f"{checkout}/{layout.AGENTS_DIR}")
     view = skills_view(checkout, agents, observer)
     if where == layout.SKILLS_DIR:
-        view = attrs.evolve(view, entries=_without(view.entries, name))
+        view = replace(view, entries=_without(view.entries, name))
     ops, _findings, _dirs = planner_skills.plan_checkout(checkout, agents, view, resources,
                                                          ws, config.config_path)
     detect = Detection(registry, environ if environ is not None else os.environ,
@@ -189,7 +190,7 @@ def _predict_skill(found: Found, config: ProjectConfig, where: str, name: str,
     for aview in agent_skills_views(checkout, registry.skill_dirs, bool(config.skills),
                                     detect, observer):
         if aview.rel == where:
-            aview = attrs.evolve(aview, entries=_without(aview.entries, name))
+            aview = replace(aview, entries=_without(aview.entries, name))
         a_ops, _findings, _dirs = planner_agent_skills.plan_dir(
             checkout, aview, resources, ws, config.config_path)
         ops += a_ops
@@ -275,8 +276,8 @@ def _predict_instructions(found: Found, target: InstructionTarget,
     detect = Detection(registry, environ if environ is not None else os.environ,
                        _home(environ) or None)
     view = instructions_view(checkout, agents, registry.targets, detect, observer)
-    view = attrs.evolve(view, targets=tuple(
-        attrs.evolve(t, observed=ABSENT) if t.rel == target.path else t
+    view = replace(view, targets=tuple(
+        replace(t, observed=ABSENT) if t.rel == target.path else t
         for t in view.targets))
     source = InstructionSource(layout.instructions_source(ws, found.config.name),
                                InstructionState.CONTENT)
