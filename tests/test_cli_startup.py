@@ -90,6 +90,51 @@ def test_warm_segments_sync_imports_only_the_sync_path(ws: WS) -> None:
     assert "aikito_mem.config.registry" in imported  # the registry was read ([G3])
 
 
+#: Run a warm ``sync project demo`` in-process and print every pattern a module of the
+#: package handed to ``re`` (compiled at import or on the way): ``re``'s one compile
+#: entry is watched, the module calling ``re`` recorded.
+_PATTERN_SPY = """
+import re, sys
+seen = []
+original = re._compile
+def spy(pattern, flags):
+    caller = sys._getframe(2).f_globals.get("__name__", "")
+    if caller.split(".")[0] == "aikito_mem":
+        seen.append((caller, str(pattern)))
+    return original(pattern, flags)
+re._compile = spy
+from aikito_mem.cli import cli
+try:
+    cli(["--workspace", sys.argv[1], "sync", "project", "demo"], prog_name="aikito")
+except SystemExit:
+    pass
+print(repr(seen))
+"""
+
+
+def _patterns_of_a_warm_sync(ws: WS) -> list[tuple[str, str]]:
+    _warm_sync_imports(ws)
+    proc = subprocess.run([sys.executable, "-c", _PATTERN_SPY, ws.root], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert ": in sync (" in proc.stdout
+    seen: list[tuple[str, str]] = eval(proc.stdout.strip().splitlines()[-1])
+    return seen
+
+
+def test_a_warm_sync_compiles_no_pattern(ws: WS) -> None:
+    """The checks every run makes (clean references, control characters, agent names) use
+    no regular expression, and the patterns of messages and path display are compiled
+    when first used: a warm sync with nothing to say compiles none ([§12])."""
+    _memory_project(ws)
+    assert _patterns_of_a_warm_sync(ws) == []
+
+
+def test_a_warm_segments_sync_compiles_no_pattern(ws: WS) -> None:
+    _segments_project(ws)
+    assert _patterns_of_a_warm_sync(ws) == []
+
+
 def test_json_sync_imports_json_and_no_other_command(ws: WS) -> None:
     _memory_project(ws)
     proc, imported = imported_modules("--workspace", ws.root, "sync", "project", "demo",

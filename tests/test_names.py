@@ -95,3 +95,42 @@ def test_the_skills_planner_unlinks_an_owned_link_exactly_when_the_rule_accepts_
     unlinks = [op.target for op in ops if op.action is Action.UNLINK]
     assert unlinks == ([f"{base}/{raw}"] if names.entry_problem(raw, single=True) is None
                        else [])
+
+
+# --------------------------------------------------------------------------- no patterns
+# The checks every run makes are written with string and set operations, so that a run
+# compiles no pattern ([§12]); each must decide exactly what the pattern it replaced did.
+
+_TRICKY = st.text(alphabet="aZ09_.+@=,~-/ \t\n\x00\x1f\x7f\x80\x9f\xa0é\u202e\ud800", max_size=12)
+
+
+@given(ref=_TRICKY)
+def test_plain_reference_decides_what_its_pattern_did(ref: str) -> None:
+    import re
+
+    pattern = r"[A-Za-z0-9_][A-Za-z0-9_.+@=,~-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.+@=,~-]*)*"
+    assert names.plain_reference(ref) is (re.fullmatch(pattern, ref) is not None)
+
+
+@pytest.mark.parametrize(("ref", "plain"), [
+    ("a.md", True), ("team/a/b.md", True), ("_x", True), ("a+b@c=d,e~f-g", True),
+    ("", False), ("/a", False), ("a/", False), ("a//b", False), (".a", False),
+    ("a/.b", False), ("a b", False), ("é", False), ("-a", False),
+])
+def test_plain_reference_table(ref: str, plain: bool) -> None:
+    assert names.plain_reference(ref) is plain
+
+
+@given(text=_TRICKY)
+def test_control_character_finds_what_its_pattern_found(text: str) -> None:
+    import re
+
+    found = re.search("[\x00-\x1f\x7f-\x9f]", text)
+    expected = None if found is None else f"U+{ord(found.group()):04X}"
+    assert names.control_character(text) == expected
+
+
+def test_control_character_names_the_first_one() -> None:
+    assert names.control_character("a\u202eb\x85c\x01") == "U+0085"
+    assert names.control_character("bidi\u202e é") is None
+    assert names.control_character("del\x7f") == "U+007F"

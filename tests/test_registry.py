@@ -7,12 +7,15 @@ import os
 import stat
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from aikito_mem.config.registry import (
     NO_REGISTRY,
     AgentEntry,
     Detect,
     InstructionTarget,
+    agent_name,
     build_registry,
     detected,
     load_registry,
@@ -219,3 +222,12 @@ def test_detection_by_command_on_path_and_path_under_home(tmp_path):
     assert detected(det, {"PATH": ""}, str(home))
     assert not detected(None, env, str(home))
     assert not detected(Detect(), env, str(home))
+
+
+@given(name=st.text(alphabet="az09._-AZé \n/", max_size=8))
+def test_agent_name_decides_what_its_pattern_did(name: str) -> None:
+    """The file-name rule is checked without a pattern (nothing compiled, [§12]) and
+    decides exactly what ``[a-z0-9][a-z0-9._-]*`` did."""
+    import re
+
+    assert agent_name(name) is (re.fullmatch(r"[a-z0-9][a-z0-9._-]*", name) is not None)

@@ -20,6 +20,7 @@ __all__ = [
     "fold",
     "found_value",
     "nfc",
+    "plain_reference",
     "reference_problem",
     "toml_key",
 ]
@@ -27,20 +28,34 @@ __all__ = [
 #: Longest path component, in bytes of UTF-8 ([C3]).
 MAX_COMPONENT_BYTES = 255
 
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 #: For messages only: compiled (and cached by ``re``) on first use ([§12]).
 _BARE_KEY = r"^[A-Za-z0-9_-]+$"
 
 #: References that obviously satisfy [C3]: components of ASCII letters, digits and
 #: ``._-+@=,~`` that start with a letter, digit or ``_`` (so never ``.``, ``..``, empty,
-#: or with white space).  Anything else takes the full check below.
-_PLAIN_REF = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+@=,~-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.+@=,~-]*)*")
+#: or with white space).  Anything else takes the full check below.  Checked with set
+#: operations rather than a pattern: nothing is compiled when a run starts ([§12]).
+_PLAIN_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_PLAIN_CHARS = _PLAIN_FIRST | frozenset(".+@=,~-/")
+
+
+def plain_reference(ref: str) -> bool:
+    """Whether ``ref`` is a plain reference: one or more ``/``-separated components, each
+    of ASCII letters, digits and ``._-+@=,~`` starting with a letter, digit or ``_``."""
+    if not _PLAIN_CHARS.issuperset(ref):
+        return False
+    return all(part[:1] in _PLAIN_FIRST for part in ref.split("/"))
 
 
 def control_character(text: str) -> str | None:
     """``U+0000`` for the first control character (C0, DEL, C1) of ``text``, else None."""
-    found = _CONTROL.search(text)
-    return None if found is None else f"U+{ord(found.group()):04X}"
+    if text.isprintable():  # no control character is printable: the common case
+        return None
+    for ch in text:
+        code = ord(ch)
+        if code < 0x20 or 0x7F <= code <= 0x9F:
+            return f"U+{code:04X}"
+    return None
 
 
 def reference_problem(ref: str) -> str | None:
@@ -49,7 +64,7 @@ def reference_problem(ref: str) -> str | None:
 
     The reason reads after the reference: ``'a//b'`` + ``has an empty component``.
     """
-    if len(ref) <= MAX_COMPONENT_BYTES and _PLAIN_REF.fullmatch(ref) is not None:
+    if len(ref) <= MAX_COMPONENT_BYTES and plain_reference(ref):
         return None  # fast path: printable ASCII names, no '.'/'..' or empty component
     if not ref:
         return "is empty"

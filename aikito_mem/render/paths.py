@@ -31,8 +31,9 @@ def _under(path: str, base: str) -> str | None:
     return rest or None
 
 
-# A command of this tool a remedy names: ``aikito adopt …``, ``aikito sync …``.
-_COMMAND = re.compile(r"(\baikito )(adopt|sync|clean|apply|init|doctor|status)\b")
+# A command of this tool a remedy names: ``aikito adopt …``, ``aikito sync …``.  The
+# patterns of this module are compiled (and cached by ``re``) on first use ([§12]).
+_COMMAND = r"(\baikito )(adopt|sync|clean|apply|init|doctor|status)\b"
 # A base only where a path starts: not in the middle of another path.
 _START = r"(?<![^\s'\"(\[=,:;`])"
 
@@ -57,9 +58,17 @@ class Paths:
         # The filesystem root is never a base.
         bases = [b for b in (self._cwd, self._home) if b]
         bases.sort(key=len, reverse=True)
-        self._pattern = None if not bases else re.compile(
-            _START + "(['\"]?)(" + "|".join(re.escape(b + "/") for b in bases) + ")"
-        )
+        self._bases = bases
+        self._compiled: re.Pattern[str] | None = None
+
+    def _pattern(self) -> re.Pattern[str] | None:
+        """A base where a path starts, quoted or not (``None``: no base); compiled when
+        a text is first located, so a run that shows no path compiles nothing."""
+        if self._compiled is None and self._bases:
+            self._compiled = re.compile(
+                _START + "(['\"]?)(" + "|".join(re.escape(b + "/") for b in self._bases)
+                + ")")
+        return self._compiled
 
     def target(self, op: Operation) -> str:
         """``op.target`` as its line shows it: relative to its checkout."""
@@ -94,15 +103,16 @@ class Paths:
         called by, with ``--workspace`` when the workspace was named."""
         if self._named or self._program != "aikito":
             option = f"--workspace {self._workspace()} " if self._named else ""
-            message = _COMMAND.sub(lambda m: f"{self._program} {option}{m.group(2)}",
-                                   message)
+            message = re.sub(_COMMAND, lambda m: f"{self._program} {option}{m.group(2)}",
+                             message)
         return message
 
     def _located(self, message: str) -> str:
         """``message`` with its paths relative to the current directory or home."""
-        if self._pattern is None:
+        pattern = self._pattern()
+        if pattern is None:
             return message
-        return self._pattern.sub(self._replace, message)
+        return pattern.sub(self._replace, message)
 
     def _workspace(self) -> str:
         from shlex import quote
@@ -114,9 +124,10 @@ class Paths:
         """A reason: like :meth:`text`, except that a quoted path is a literal — what a
         link holds or should hold — and is shown exactly ([U2]: "expected a symlink to
         '<the literal actually written>'")."""
-        if self._pattern is None:
+        pattern = self._pattern()
+        if pattern is None:
             return message
-        return self._pattern.sub(lambda m: m.group() if m.group(1) else self._replace(m),
+        return pattern.sub(lambda m: m.group() if m.group(1) else self._replace(m),
                                  message)
 
     def _replace(self, match: re.Match[str]) -> str:
