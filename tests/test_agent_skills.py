@@ -13,7 +13,7 @@ import attrs
 import pytest
 
 from aikito_mem import Project
-from aikito_mem.config.registry import load_registry
+from aikito_mem.config.registry_read import load_registry
 from aikito_mem.errors import ConfigError, StalePlanError, UnsafePlanError
 from aikito_mem.executor import guard
 from aikito_mem.model import Action, Operation, SegmentName

@@ -25,7 +25,7 @@ from aikito_mem.config.catalogue import (
     suggestions,
 )
 from aikito_mem.config.names import reference_problem
-from aikito_mem.config.registry import build_registry, load_registry, parse_agent_file
+from aikito_mem.config.registry_read import build_registry, load_registry, parse_agent_file
 from aikito_mem.errors import ConfigError, StalePlanError
 from tests.helpers.cli import invoke, one_json
 from tests.helpers.snapshots import snapshot

@@ -116,7 +116,7 @@ def test_the_engine_plans_the_w1_segments_workspace(tmp_path: Path) -> None:
     workspace is accepted and its memory is planned in full, without a conflict; the
     engine's registry reads the two agent files as the two instruction targets."""
     from aikito_mem.api import Project
-    from aikito_mem.config.registry import load_registry
+    from aikito_mem.config.registry_read import load_registry
 
     b = suite.build(suite.W1_SEGMENTS, tmp_path / "seg")
     targets = load_registry(str(b.ws)).targets

@@ -12,6 +12,7 @@ edit ``agent.toml``), never ``yaml``, and, with nothing to write, never the writ
 from __future__ import annotations
 
 import gc
+import os
 import subprocess
 import sys
 
@@ -80,14 +81,29 @@ def _assert_plain_sync(imported: set[str]) -> None:
 
 def test_warm_memory_sync_imports_only_the_sync_path(ws: WS) -> None:
     _memory_project(ws)
-    _assert_plain_sync(_warm_sync_imports(ws))
+    imported = _warm_sync_imports(ws)
+    _assert_plain_sync(imported)
+    # No agents/ directory: the registry is known from one lstat ([G3]); nothing is read.
+    assert "aikito_mem.config.registry_read" not in imported
+
+
+def test_an_empty_registry_is_never_read(ws: WS) -> None:
+    """An ``agents/`` that holds no registry file (the reference tool wants the directory)
+    is decided by its listing: the reader of registry files is not imported ([§12])."""
+    _memory_project(ws)
+    os.makedirs(f"{ws.root}/agents")
+    with open(f"{ws.root}/agents/README.md", "w") as f:
+        f.write("not a registry file\n")
+    imported = _warm_sync_imports(ws)
+    _assert_plain_sync(imported)
+    assert "aikito_mem.config.registry_read" not in imported
 
 
 def test_warm_segments_sync_imports_only_the_sync_path(ws: WS) -> None:
     _segments_project(ws)
     imported = _warm_sync_imports(ws)
     _assert_plain_sync(imported)
-    assert "aikito_mem.config.registry" in imported  # the registry was read ([G3])
+    assert "aikito_mem.config.registry_read" in imported  # the registry was read ([G3])
 
 
 #: Run a warm ``sync project demo`` in-process and print every pattern a module of the

@@ -99,7 +99,7 @@ def test_two_detected_agents_make_exactly_two_registry_files(
     assert sorted(os.listdir(f"{root}/agents")) == ["claude-code.toml", "codex.toml"]
     assert [e.role for e in report.entries].count("agent") == 2
     assert report.findings == ()
-    from aikito_mem.config.registry import load_registry
+    from aikito_mem.config.registry_read import load_registry
 
     registry = load_registry(root)
     assert {t.path: t.agents for t in registry.targets} == {
@@ -139,7 +139,7 @@ def test_registry_files_hold_only_their_own_agents_table(home: str) -> None:
 
 
 def test_the_engine_reads_the_registry_init_writes(home: str) -> None:
-    from aikito_mem.config.registry import load_registry
+    from aikito_mem.config.registry_read import load_registry
 
     registry = load_registry(init_workspace(environ=every_agent_env(home)).workspace)
     catalogue = load_catalogue()

@@ -10,14 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aikito_mem.config.registry import (
-    NO_REGISTRY,
-    AgentEntry,
-    Detect,
-    InstructionTarget,
+from aikito_mem.config.registry import NO_REGISTRY, AgentEntry, Detect, InstructionTarget, detected
+from aikito_mem.config.registry_read import (
     agent_name,
     build_registry,
-    detected,
     load_registry,
     parse_agent_file,
 )
@@ -231,3 +227,36 @@ def test_agent_name_decides_what_its_pattern_did(name: str) -> None:
     import re
 
     assert agent_name(name) is (re.fullmatch(r"[a-z0-9][a-z0-9._-]*", name) is not None)
+
+
+@pytest.mark.parametrize("shape", ["absent", "empty", "no registry file", "files", "a file"])
+def test_the_observing_pass_loads_what_load_registry_loads(tmp_path, shape):
+    """A sync's observation pass decides a registry without files by the listing alone
+    (the reader is imported only for files, [§12]): the same registry, or the same error,
+    as :func:`load_registry` in every shape of ``agents/``."""
+    from aikito_mem.config.registry import EMPTY_REGISTRY, agent_files, listed_registry
+    from aikito_mem.world.project import load_registry as observed_registry
+
+    agents = tmp_path / "agents"
+    if shape == "a file":
+        agents.write_text("")
+    elif shape != "absent":
+        agents.mkdir()
+    if shape == "no registry file":
+        (agents / "README.md").write_text("x")
+        (agents / ".hidden.toml").write_text("garbage [")
+    if shape == "files":
+        (agents / "claude-code.toml").write_bytes(REFERENCE_CLAUDE)
+    ws = str(tmp_path)
+    if shape == "a file":
+        with pytest.raises(ConfigError) as first:
+            load_registry(ws)
+        with pytest.raises(ConfigError) as second:
+            observed_registry(ws)
+        assert first.value.message == second.value.message
+        return
+    assert observed_registry(ws) == load_registry(ws)
+    listed = listed_registry(agent_files(ws))
+    expected = {"absent": NO_REGISTRY, "empty": EMPTY_REGISTRY,
+                "no registry file": EMPTY_REGISTRY, "files": None}[shape]
+    assert listed == expected

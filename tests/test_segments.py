@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 
-from aikito_mem.config.registry import NO_REGISTRY, AgentEntry, build_registry
+from aikito_mem.config.registry import NO_REGISTRY, AgentEntry
+from aikito_mem.config.registry_read import build_registry
 from aikito_mem.model import InstructionState as S
 from aikito_mem.model import Kind
 from aikito_mem.world.observe import Observer

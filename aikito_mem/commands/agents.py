@@ -136,7 +136,8 @@ def list_agents(workspace: str | None = None, *,
     """
     from aikito_mem.config.catalogue import load_catalogue
     from aikito_mem.config.discovery import home_directory, resolve_workspace
-    from aikito_mem.config.registry import NO_REGISTRY, detected, load_registry
+    from aikito_mem.config.registry import NO_REGISTRY, detected
+    from aikito_mem.config.registry_read import load_registry
 
     env = os.environ if environ is None else environ
     home = home_directory(env)
@@ -197,7 +198,7 @@ def _check_combined(registry: Registry, new: Sequence[CatalogueEntry], root: str
     """The registry the added files would make must load as a sync loads it ([G3]):
     a new target inside another agent's target is refused before anything is written."""
     from aikito_mem.config.catalogue import registry_text
-    from aikito_mem.config.registry import build_registry, parse_agent_file
+    from aikito_mem.config.registry_read import build_registry, parse_agent_file
 
     entries = list(registry.agents)
     present = {a.name for a in entries}
@@ -220,7 +221,7 @@ def add_agents(workspace: str | None, names: Sequence[str], *, dry_run: bool = F
     from aikito_mem import signals
     from aikito_mem.config.catalogue import load_catalogue
     from aikito_mem.config.discovery import resolve_workspace
-    from aikito_mem.config.registry import load_registry
+    from aikito_mem.config.registry_read import load_registry
 
     env = os.environ if environ is None else environ
     with signals.interruptible():

@@ -51,7 +51,7 @@ class Cleaner:
 
     def _plan(self, slots: tuple[_checkouts.Slot, ...], config_path: str,
               digest: str | None, observer: Observer) -> Plan:
-        from aikito_mem.config.registry import load_registry
+        from aikito_mem.config.registry_read import load_registry
 
         registry = load_registry(self.ws.root)
         targets = tuple(PlannedTarget(t.path, t.agents) for t in registry.targets)

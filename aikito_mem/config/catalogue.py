@@ -76,7 +76,7 @@ def _comment_blocks(text: str) -> dict[str, tuple[str, ...]]:
 
 
 def _entry(name: str, table: object, source: tuple[str, ...]) -> CatalogueEntry:
-    from aikito_mem.config.registry import parse_agent_file
+    from aikito_mem.config.registry_read import parse_agent_file
 
     if not isinstance(table, dict):
         raise _problem(f"agents.{name} is not a table")

@@ -72,7 +72,7 @@ class _Context:
     def skill_dirs(self) -> tuple[str, ...]:
         """The per-agent skills directories the live agent registry names ([N1])."""
         if self._skill_dirs is None:
-            from aikito_mem.config.registry import load_registry
+            from aikito_mem.config.registry_read import load_registry
 
             try:
                 registry = load_registry(self.workspace)
@@ -95,7 +95,7 @@ class _Context:
     def instruction_targets(self) -> frozenset[str]:
         """Instruction target paths the live agent registry names ([G3])."""
         if self._targets is None:
-            from aikito_mem.config.registry import load_registry
+            from aikito_mem.config.registry_read import load_registry
 
             try:
                 registry = load_registry(self.workspace)

@@ -44,7 +44,7 @@ def refusals(plan: Plan, environ: Mapping[str, str] | None = None) -> Iterator[s
         yield checkouts
         return
     allowed, how = checkouts
-    from aikito_mem.config.registry import load_registry
+    from aikito_mem.config.registry_read import load_registry
 
     try:
         registry = load_registry(plan.workspace)

@@ -162,7 +162,7 @@ def _verify_clean(plan: Plan, locks: Locks, environ: Mapping[str, str]) -> list[
     project), the instruction targets and the per-agent skills directories ([N1]) of the
     agent registry, and per checkout every directory and every target it was planned
     against."""
-    from aikito_mem.config.registry import load_registry
+    from aikito_mem.config.registry_read import load_registry
     from aikito_mem.errors import ConfigError
 
     diffs: list[str] = []
@@ -380,7 +380,7 @@ def segment_differences(plan: Plan, environ: Mapping[str, str],
     absent, empty, with content, unsafe; and its identity) and the agent registry (each
     target's path and agents, and the detection the plan relied on).  A registry edit
     that changes neither is not a difference ([G6])."""
-    from aikito_mem.config.registry import load_registry
+    from aikito_mem.config.registry_read import load_registry
     from aikito_mem.errors import ConfigError
     from aikito_mem.world.segments import Detection, instruction_source
 

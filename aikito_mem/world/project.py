@@ -20,6 +20,20 @@ from aikito_mem.world.observe import Observer
 from aikito_mem.world.resources import resolve
 
 
+def load_registry(workspace: str) -> _registry.Registry:
+    """The agent registry ([G3]): its files read and checked only when ``agents/`` holds
+    some — a workspace without registry files is decided by the listing alone, and never
+    imports the reader ([§12])."""
+    files = _registry.agent_files(workspace)
+    listed = _registry.listed_registry(files)
+    if listed is not None:
+        return listed
+    from aikito_mem.config.registry_read import read_registry
+
+    assert files is not None
+    return read_registry(workspace, files)
+
+
 def observe_project(
     config: ProjectConfig,
     workspace: str,
@@ -34,7 +48,7 @@ def observe_project(
     instruction targets to that agent's ([A3])."""
     views = tuple(checkouts.observe(s, observer) for s in slots)
     resources = resolve(config, workspace, observer)
-    registry = _registry.load_registry(workspace)
+    registry = load_registry(workspace)
     targets = registry.targets if agent is None else registry.targets_for(agent)
     detect = segments.Detection(registry, environ, home)
     skill_dirs = agent_skills.planned_dirs(registry, agent)

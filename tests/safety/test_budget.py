@@ -94,7 +94,7 @@ def _segments_ws(ws: WS, *, checkouts: int, skills: int, targets: bool, refs: in
 
 
 def _warm_segments(ws: WS, monkeypatch: pytest.MonkeyPatch, **kw: object) -> _Counts:
-    import aikito_mem.config.registry as registry_mod
+    import aikito_mem.world.project as project_mod
     import aikito_mem.world.segments as segments_mod
 
     _segments_ws(ws, home=ws.home, **kw)  # type: ignore[arg-type]
@@ -108,7 +108,8 @@ def _warm_segments(ws: WS, monkeypatch: pytest.MonkeyPatch, **kw: object) -> _Co
             super().__init__()
             observers.append(self)
 
-    real_load, real_detected = registry_mod.load_registry, vars(segments_mod)["detected"]
+    # The observation pass's registry (read, or decided by the listing of agents/).
+    real_load, real_detected = project_mod.load_registry, vars(segments_mod)["detected"]
 
     def load(workspace: str) -> object:
         counts.registry_loads += 1
@@ -120,7 +121,7 @@ def _warm_segments(ws: WS, monkeypatch: pytest.MonkeyPatch, **kw: object) -> _Co
 
     with monkeypatch.context() as m:
         m.setattr(api_mod, "Observer", Counting)
-        m.setattr(registry_mod, "load_registry", load)
+        m.setattr(project_mod, "load_registry", load)
         m.setattr("aikito_mem.world.segments.detected", detected)
         plan = ws.project("demo").plan()
     assert {op.action.value for op in plan.operations} == {"NOOP"}, plan.operations

@@ -100,7 +100,7 @@ def _runtime_place(physical: str, ws_root: str) -> bool:
     registered" from "not a place adopt takes" outside every checkout."""
     if f"/{MEMORY_DIR}/" in physical or f"/{SKILLS_DIR}/" in physical:
         return True
-    from aikito_mem.config.registry import load_registry
+    from aikito_mem.config.registry_read import load_registry
     from aikito_mem.errors import ConfigError
 
     try:

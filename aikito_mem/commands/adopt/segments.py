@@ -78,7 +78,7 @@ class Found:
 
 def validate(found: Found, environ: Mapping[str, str] | None) -> Adoption:
     """Every check of adopting a skill directory or an instruction file; no write."""
-    from aikito_mem.config.registry import load_registry
+    from aikito_mem.config.registry_read import load_registry
 
     rel = found.rel
     registry = load_registry(found.ws.root)
@@ -265,7 +265,7 @@ def _predict_instructions(found: Found, target: InstructionTarget,
     """The instructions planner on the world after the move (``AGENTS.md`` with content,
     nothing at TARGET): TARGET's CREATE first checked, then every operation of the
     checkout's instruction targets."""
-    from aikito_mem.config.registry import load_registry
+    from aikito_mem.config.registry_read import load_registry
     from aikito_mem.planner import instructions as planner_instructions
     from aikito_mem.world.segments import Detection, instructions_view
 

@@ -26,7 +26,7 @@ from aikito_mem.model import CheckoutState, Severity
 
 
 def registry_check(ws_root: str) -> Check | None:
-    from aikito_mem.config.registry import load_registry
+    from aikito_mem.config.registry_read import load_registry
     from aikito_mem.errors import ConfigError
     from aikito_mem.layout import agents_root
 
