@@ -15,11 +15,14 @@ kills the process silently:
 
 The command line turns the error into exit 130 / 143 and its one JSON document.
 Installing is a no-op outside the main thread (Python delivers signals only there).
+
+Handlers are installed through the interpreter's built-in ``_signal`` module, the one the
+standard ``signal`` module wraps: the same calls, without the three enum classes that
+``signal`` builds at import — a cost every command would pay first ([§12]).
 """
 
 from __future__ import annotations
 
-import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,7 +31,26 @@ from typing import Any
 
 from aikito_mem.errors import InterruptedError_
 
-_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+try:  # CPython's built-in module (``signal`` re-exports it, wrapping values in enums)
+    import _signal as _os  # type: ignore[import-not-found,unused-ignore]
+except ImportError:  # pragma: no cover - another interpreter
+    import signal as _os
+
+SIGINT: int = int(_os.SIGINT)
+SIGTERM: int = int(_os.SIGTERM)
+_SIGNALS = (SIGINT, SIGTERM)
+_NAMES = {SIGINT: "SIGINT", SIGTERM: "SIGTERM"}
+
+
+def signal_name(signum: int) -> str:
+    """``SIGINT``, ``SIGTERM``: the name of a signal the record handles (``signal`` names
+    any other)."""
+    name = _NAMES.get(signum)
+    if name is None:
+        import signal
+
+        name = signal.Signals(signum).name
+    return name
 
 
 class _State:
@@ -48,7 +70,7 @@ def interrupted_error(signum: int, *, noticed: bool = False) -> InterruptedError
     """
     after = "the signal was noticed" if noticed else "the signal"
     return InterruptedError_(
-        f"interrupted by {signal.Signals(signum).name}; no write was started after {after} — "
+        f"interrupted by {signal_name(signum)}; no write was started after {after} — "
         "run the command again to finish (it converges from whatever state was left)",
         signum=signum,
     )
@@ -79,7 +101,7 @@ def install() -> None:
     if _state.depth == 0:
         _state.received = None
         for sig in _SIGNALS:
-            _state.old[sig] = signal.signal(sig, _handler)
+            _state.old[sig] = _os.signal(sig, _handler)
     _state.depth += 1
 
 
@@ -89,7 +111,7 @@ def uninstall() -> None:
     _state.depth -= 1
     if _state.depth == 0:
         for sig, old in _state.old.items():
-            signal.signal(sig, old)
+            _os.signal(sig, old)
         _state.old.clear()
         _state.received = None
         _state.waiting = 0

@@ -50,3 +50,21 @@ def test_deferred_only_records_even_inside_interruptible():
             assert signals.received() == signal.SIGTERM
         with pytest.raises(InterruptedError_):
             signals.check()
+
+
+def test_the_record_names_its_signals_as_the_signal_module_does():
+    """The record works through the built-in ``_signal`` module ([§12]): its signal
+    numbers and names are the ``signal`` module's."""
+    assert (signals.SIGINT, signals.SIGTERM) == (signal.SIGINT, signal.SIGTERM)
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        assert signals.signal_name(signum) == signal.Signals(signum).name
+    assert "interrupted by SIGTERM;" in signals.interrupted_error(signal.SIGTERM).message
+
+
+def test_installed_handlers_are_what_signal_getsignal_reports():
+    before = signal.getsignal(signal.SIGINT)
+    with signals.installed():
+        handler = signal.getsignal(signal.SIGINT)
+        assert callable(handler) and handler is not before
+        assert signal.getsignal(signal.SIGTERM) is handler
+    assert signal.getsignal(signal.SIGINT) is before

@@ -97,12 +97,11 @@ class AikitoGroup(FullSummaries):
             exc.show()
             code = exc.exit_code
         except click.Abort:
-            import signal
-
             from aikito_mem.cli.error_handler import emit, interruption
             from aikito_mem.render.text import Display, Output, error_lines
+            from aikito_mem.signals import SIGINT
 
-            error = interruption(signal.SIGINT)
+            error = interruption(SIGINT)
             emit(Output(error.exit_code, errors=error_lines(error, Display())))
         sys.exit(code if isinstance(code, int) else 0)
 

@@ -130,8 +130,6 @@ def _internal_error(error: Exception) -> AikitoError:
 def error_handler(view: View[R]) -> Iterator[Handler[R]]:
     """Run a command body: signals recorded from the first moment, every error rendered
     as the command's own report, one exit."""
-    import signal
-
     from aikito_mem import signals
     from aikito_mem.errors import AikitoError
 
@@ -145,7 +143,7 @@ def error_handler(view: View[R]) -> Iterator[Handler[R]]:
         except OSError as exc:
             error = environment_error(exc, view.failed_code)
         except KeyboardInterrupt:  # only where the record could not be installed
-            error = interruption(signal.SIGINT)
+            error = interruption(signals.SIGINT)
         except Exception as exc:
             error = _internal_error(exc)
         else:  # pragma: no cover - every command body ends with finish()

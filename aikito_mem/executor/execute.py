@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import errno
 import os
-import signal
 from collections.abc import Callable, Iterable, Mapping
 
 from aikito_mem import signals
@@ -367,7 +366,7 @@ def _stop_if_signalled(result: Callable[[], SyncResult], done: str) -> None:
     the registration and before each write, so no write starts after the signal."""
     signum = signals.received()
     if signum is not None:
-        name = signal.Signals(signum).name
+        name = signals.signal_name(signum)
         raise InterruptedError_(f"interrupted by {name}: {done}", signum=signum,
                                 result=result())
 
