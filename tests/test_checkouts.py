@@ -10,10 +10,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from aikito_mem.errors import ConfigError
-from aikito_mem.model import CheckoutState
-from aikito_mem.world.checkouts import given_path, slots
+from aikito_mem.model import CheckoutState, Kind, Observed
+from aikito_mem.world.checkouts import entry_named, given_path, slots
 from aikito_mem.world.observe import Observer
 from tests.helpers import mounts
 from tests.helpers.cli import Env, one_json
@@ -281,3 +283,16 @@ def test_explicit_dotdot_through_nothing_is_nothing(env: Env) -> None:
     code, doc = env.json("demo", f"{env.base}/nothing/../co")
     assert code == 4 and doc["error"]["code"] == "config.checkout_path"
     assert changed(before, snapshot(env.base)) == set()
+
+
+@given(names=st.lists(st.text(alphabet="ab.M", max_size=3), unique=True), name=st.text(
+    alphabet="ab.M", max_size=3))
+def test_entry_named_finds_what_bisect_finds(names: list[str], name: str) -> None:
+    """The look-up of one entry in a sorted scan (the memory index, [§12]: no ``bisect``)."""
+    import bisect
+
+
+    entries = tuple((n, Observed(Kind.FILE, str(i))) for i, n in enumerate(sorted(names)))
+    i = bisect.bisect_left(entries, (name,))
+    expected = entries[i][1] if i < len(entries) and entries[i][0] == name else None
+    assert entry_named(entries, name) is expected

@@ -25,7 +25,6 @@ an explicit PATH, it is a configuration error (exit 4, nothing written or regist
 from __future__ import annotations
 
 import os
-from bisect import bisect_left
 
 from aikito_mem import layout
 from aikito_mem.config.candidates import lexical_key
@@ -427,14 +426,27 @@ def observe(slot: Slot, observer: Observer) -> CheckoutView:
                         root, agents, memory, entries, index_anchor)
 
 
+def entry_named(entries: tuple[tuple[str, Observed], ...], name: str) -> Observed | None:
+    """The entry ``name`` of ``entries`` (sorted by relative path), by bisection; written
+    out rather than taken from ``bisect``, whose C module is a shared library a sync
+    would load for this one look-up ([§12])."""
+    lo, hi = 0, len(entries)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if entries[mid][0] < name:
+            lo = mid + 1
+        else:
+            hi = mid
+    return entries[lo][1] if lo < len(entries) and entries[lo][0] == name else None
+
+
 def _index_anchor(root_path: str, entries: tuple[tuple[str, Observed], ...],
                   observer: Observer) -> bool:
     """Whether ``.agents/memory/MEMORY.md`` is the memory descriptor's index: a regular file
     while ``.agents/config.yaml`` has a top-level ``memory:`` key.  The file is read (no
     YAML) only when that regular file is there: one read per such checkout."""
-    index = layout.INDEX_NAME
-    i = bisect_left(entries, (index,))  # entries are sorted by relative path
-    if i == len(entries) or entries[i][0] != index or entries[i][1].kind is not Kind.FILE:
+    found = entry_named(entries, layout.INDEX_NAME)
+    if found is None or found.kind is not Kind.FILE:
         return False
     from aikito_mem.world.descriptor import has_memory_block
 
