@@ -79,6 +79,12 @@ def _assert_plain_sync(imported: set[str]) -> None:
     extras = {"json", "shlex", "click.shell_completion", "aikito_mem.world.git",
               "subprocess", "shutil", "signal"}
     assert not extras & imported, sorted(extras & imported)
+    # Rooms only a rarer branch needs: shell completion (only when a shell asks), the
+    # relink of --moved-from ([L4]), the per-agent skills directories ([N1]: none in the
+    # registry), and ``bisect`` (a shared library loaded for one look-up).
+    rare = {"aikito_mem.cli.complete", "aikito_mem.executor.relink",
+            "aikito_mem.world.agent_skills", "bisect"}
+    assert not rare & imported, sorted(rare & imported)
 
 
 def test_warm_memory_sync_imports_only_the_sync_path(ws: WS) -> None:

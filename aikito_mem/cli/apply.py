@@ -10,9 +10,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from aikito_mem.cli import complete
 from aikito_mem.cli.error_handler import error_handler
-from aikito_mem.cli.options import color_option, json_option, lock_timeout_option, workspace_of
+from aikito_mem.cli.options import (
+    color_option,
+    completion,
+    json_option,
+    lock_timeout_option,
+    workspace_of,
+)
 from aikito_mem.cli.sync import SyncView, display_for
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -27,7 +32,7 @@ Example:
 
 
 @click.command("apply", epilog=APPLY_EPILOG)
-@click.argument("planfile", shell_complete=complete.files)
+@click.argument("planfile", shell_complete=completion("files"))
 @json_option("aikito.sync/2")
 @lock_timeout_option
 @color_option

@@ -99,6 +99,19 @@ def display(**options: Any) -> Display:
                    **options)
 
 
+def completion(name: str) -> Callable[[click.Context, click.Parameter, str], Any]:
+    """The shell completion ``name`` of :mod:`aikito_mem.cli.complete`, imported only when
+    a shell asks for completions (a run that completes nothing never loads it, [§12])."""
+
+    def complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> Any:
+        from aikito_mem.cli import complete as completions
+
+        return getattr(completions, name)(ctx, param, incomplete)
+
+    complete.__name__ = complete.__qualname__ = name
+    return complete
+
+
 def workspace_of(ctx: click.Context) -> str | None:
     """The group's ``--workspace`` option."""
     obj = ctx.find_root().obj or {}

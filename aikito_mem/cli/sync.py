@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from aikito_mem.cli import complete
 from aikito_mem.cli.error_handler import error_handler
 from aikito_mem.cli.options import (
     FullSummaries,
     color_option,
+    completion,
     display,
     json_option,
     lock_timeout_option,
@@ -226,14 +226,15 @@ Examples:
 
 @sync.command("project", help=PROJECT_HELP, epilog=PROJECT_EPILOG,
               short_help="Link one project's memory into its checkouts (or only PATH).")
-@click.argument("name", required=False, shell_complete=complete.project_names)
-@click.argument("path", required=False, shell_complete=complete.checkout_paths)
+@click.argument("name", required=False, shell_complete=completion("project_names"))
+@click.argument("path", required=False, shell_complete=completion("checkout_paths"))
 @click.option("--dry-run", is_flag=True, help="Plan and print; write nothing.")
 @json_option("aikito.sync/2")
 @click.option("--check", is_flag=True, help="Dry run; exit 7 when changes are pending.")
 @click.option("--no-register", is_flag=True,
               help="Sync PATH without adding it to agent.toml.")
-@click.option("--out", metavar="PLANFILE", default=None, shell_complete=complete.files,
+@click.option("--out", metavar="PLANFILE", default=None,
+              shell_complete=completion("files"),
               help="With --dry-run: save the frozen plan for `aikito apply PLANFILE`.")
 @click.option("--skip-without-workspace", is_flag=True,
               help="No workspace on this machine (none configured, or the configured one "

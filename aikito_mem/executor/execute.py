@@ -32,7 +32,6 @@ from aikito_mem.executor.lock import (
     lock_fd,
     open_root,
 )
-from aikito_mem.executor.relink import rename_over
 from aikito_mem.executor.verify import operations_by_checkout, prune_differences, verify
 from aikito_mem.fsutil import DIR_NOFOLLOW
 from aikito_mem.model import (
@@ -216,7 +215,10 @@ class _Writer:
 
 
     def relink(self, op: Operation) -> None:
-        """[L4]: the one rename over an existing link (:func:`relink.rename_over`)."""
+        """[L4]: the one rename over an existing link (:func:`relink.rename_over`; its room
+        is imported by the runs that relink, before their first write)."""
+        from aikito_mem.executor.relink import rename_over
+
         pfd, name, _ = self.split(op)
         if before_write is not None:
             before_write(op)

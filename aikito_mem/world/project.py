@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from aikito_mem.config import registry as _registry
 from aikito_mem.model import CheckoutState, Kind, ProjectConfig
 from aikito_mem.views import Observations
-from aikito_mem.world import agent_skills, checkouts, segments
+from aikito_mem.world import checkouts, segments
 from aikito_mem.world.observe import Observer
 from aikito_mem.world.resources import resolve
 
@@ -51,7 +51,11 @@ def observe_project(
     registry = load_registry(workspace)
     targets = registry.targets if agent is None else registry.targets_for(agent)
     detect = segments.Detection(registry, environ, home)
-    skill_dirs = agent_skills.planned_dirs(registry, agent)
+    skill_dirs: tuple[_registry.InstructionTarget, ...] = ()
+    if registry.skill_dirs:  # per-agent skills directories ([N1]): looked at only then
+        from aikito_mem.world import agent_skills
+
+        skill_dirs = agent_skills.planned_dirs(registry, agent)
     detect_dirs = segments.Detection(registry, environ, home)
     agents, skill_views, instruction_views, agent_views = [], [], [], []
     for view in views:
