@@ -1,11 +1,12 @@
-"""What the benchmark prints: the table, the targets of SPEC §12 and §13 [G7], the W4
-summary and the JSON document — all computed from result rows alone (no process, no
-file system), so they can be checked on made-up rows."""
+"""What the benchmark prints: the table, the targets of SPEC §12, §13 [G7] and §17 [N1],
+the W4 summary and the JSON document — all computed from result rows alone (no process,
+no file system), so they can be checked on made-up rows."""
 
 from __future__ import annotations
 
 from bench.results import AIKITO, FLOOR, IMPORTS, PASS, REFERENCE, STOW, TOOLS, VARIANTS, Row
 from bench.suite import (
+    AGENTS_LIMIT,
     SEGMENTS_LIMIT,
     STATUS_HALF,
     STATUS_VARIANTS,
@@ -14,6 +15,7 @@ from bench.suite import (
     V_STATUS_HALF,
     V_STATUS_JSON,
     W1,
+    W1_AGENTS,
     W1_SEGMENTS,
     W4,
     WORKLOADS,
@@ -65,8 +67,10 @@ def ratios(rows: list[Row], r: Row) -> dict[str, float | None]:
     for key, tool in (("x_floor", FLOOR), ("x_ref", REFERENCE), ("x_stow", STOW)):
         other = find(rows, r.workload, r.variant, tool) if r.workload != "startup" else None
         out[key] = _ratio(r.median, other.median if other else None)
-    # W1+segments against the memory-only W1 of the same tool, timed in the same group.
-    w1 = find(rows, W1.name, r.variant, r.tool) if r.workload == W1_SEGMENTS.name else None
+    # W1+segments (W1+agents) against the memory-only W1 of the same tool, timed in the
+    # same group.
+    with_w1 = r.workload != W1.name and group_of(r.workload) == W1.name
+    w1 = find(rows, W1.name, r.variant, r.tool) if with_w1 else None
     out["x_w1"] = _ratio(r.median, w1.median if w1 else None)
     return out
 
@@ -266,6 +270,16 @@ def targets(rows: list[Row], strace_missing: str = "") -> list[dict[str, object]
         "warm W1",
         f" — note: {segments.note}" if segments is not None and segments.note else "",
     )
+    agents = get(W1_AGENTS.name, "warm", AIKITO)
+    cmp(
+        f"warm W1+agents within {AGENTS_LIMIT:.2f}x of warm W1+segments (SPEC §17 [N1])",
+        agents,
+        segments,
+        AGENTS_LIMIT,
+        "warm W1+agents",
+        "warm W1+segments",
+        f" — note: {agents.note}" if agents is not None and agents.note else "",
+    )
     cmp(
         "W3 warm within 3x of the syscall floor",
         get("W3", "warm", AIKITO),
@@ -344,7 +358,7 @@ def startup_text(figures: list[dict[str, object]]) -> str:
 
 
 def targets_text(ts: list[dict[str, object]]) -> str:
-    out = ["targets (SPEC §12, §13 [G7]):"]
+    out = ["targets (SPEC §12, §13 [G7], §17 [N1]):"]
     for t in ts:
         out.append(f"  [{t['status']}] {t['target']}")
         out.append(f"      {t['measured']}")
@@ -422,8 +436,10 @@ invocations (every run: AIKITO_DIR=<ws>, HOME=<throw-away dir>, NO_COLOR=1, cwd=
   state; dry = --dry-run on fresh checkouts. syscalls: strace -f -c of one warm run minus
   the same command on project 'empty' (memory = [], same number of checkouts), divided by
   resources x active checkouts (W1+segments: memory resources + skills + instruction
-  targets). W1+segments is timed in W1's groups (stow: memory only, no row); x W1 = median
-  / the same tool and variant on W1.
+  targets; W1+agents: + each skill in each per-agent skills directory). W1+segments and
+  W1+agents are timed in W1's groups (stow: memory only, no row; the reference tool links
+  no per-agent directory: no W1+agents row); x W1 = median / the same tool and variant on
+  W1. W1+agents' HOME holds the paths its three agents are detected by.
   W4          <venv>/bin/aikito --workspace <ws> status [--json]   (ws of 50 or 25 projects,
               all synced beforehand, untimed), and on the 50-project ws
               <venv>/bin/aikito --workspace <ws> sync project p00 --dry-run

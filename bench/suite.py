@@ -23,6 +23,13 @@ W1+segments adds the skills and project instructions of SPEC §13::
     <base>/ws/projects/demo/AGENTS.md      the (non-empty) instruction source
         projects/demo/agent.toml           ... and skills = [...]
 
+W1+agents is W1+segments whose registry also gives three agents a per-agent skills
+directory (SPEC §17 [N1]: ``project_skills_path``), each agent detected by a path that the
+harness creates in every run's throw-away ``HOME`` (``Built.home_paths``)::
+
+    <base>/ws/agents/<agent>.toml          ... project_skills_path = ".claude/skills"
+                                           [agents.<agent>.detect] paths = [".claude"]
+
 The floor script (``floor.py``) does not parse TOML: it reads ``<base>/floor.txt``,
 a plain manifest of the same job written here (see floor.py for its format).
 """
@@ -35,27 +42,10 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.agents import AGENTS, SKILL_AGENTS, Agent, agent_registry_toml
+
 PROJECT = "demo"
 EMPTY_PROJECT = "empty"
-
-
-@dataclass(frozen=True)
-class Agent:
-    """One agent of the registry ``<ws>/agents/<name>.toml``, in the reference tool's format."""
-
-    name: str
-    display_name: str
-    project_instruction_path: str
-
-
-#: The instruction targets of W1+segments: one at the checkout root, one whose parent
-#: (``.claude``) does not exist in a fresh checkout, so that creating it depends on the
-#: agent being detected (SPEC §13 [G4]). Both agents are detected on every machine
-#: (``commands = ["sh"]``), so a cold run creates both targets.
-AGENTS: tuple[Agent, ...] = (
-    Agent("codex", "Codex", "AGENTS.md"),
-    Agent("claude-code", "Claude Code", ".claude/CLAUDE.md"),
-)
 
 
 @dataclass(frozen=True)
@@ -72,6 +62,10 @@ class Workload:
     offline: int = 0  # offline checkouts (paths that do not exist)
     skills: int = 0  # skills <ws>/skills/<name>/ selected by the project (SPEC §13 [G1])
     instructions: int = 0  # instruction targets per checkout: the first n of AGENTS ([G3])
+    #: Per-agent skills directories ([N1]): the registry is SKILL_AGENTS (``instructions``
+    #: must then be 2, its two instruction targets) and each selected skill is linked in
+    #: each of its ``agent_dirs`` directories too.
+    agent_dirs: int = 0
     #: The workload whose round-robin groups this one joins (its ratios to it are fair).
     group: str = ""
 
@@ -86,8 +80,8 @@ class Workload:
 
     @property
     def segment_resources(self) -> int:
-        """Skills and instruction targets per checkout (SPEC §13)."""
-        return self.skills + self.instructions
+        """Skills, instruction targets and per-agent skill links per checkout (§13, §17)."""
+        return self.skills * (1 + self.agent_dirs) + self.instructions
 
     @property
     def resources(self) -> int:
@@ -132,16 +126,34 @@ W1_SEGMENTS = Workload(
     instructions=len(AGENTS),
     group="W1",
 )
+W1_AGENTS = Workload(
+    "W1+agents",
+    "W1+segments + 3 detected agents with a project_skills_path each (SPEC §17 [N1])",
+    files=20,
+    dirs=5,
+    nested=5,
+    notes=10,
+    active=2,
+    offline=1,
+    skills=5,
+    instructions=len(AGENTS),
+    agent_dirs=len([a for a in SKILL_AGENTS if a.project_skills_path]),
+    group="W1",
+)
 W2_10K = Workload("W2-10k", "scale: 10,000 top-level file refs, 1 checkout", files=10000)
 WORKLOADS: tuple[Workload, ...] = (
     W1,
     W1_SEGMENTS,
+    W1_AGENTS,
     Workload("W2-1k", "scale: 1,000 top-level file refs, 1 checkout", files=1000),
     W2_10K,
     Workload("W3", "wide: 100 refs, 50 checkouts", files=100, active=50),
 )
 #: [G7]: a warm W1+segments sync costs at most this much over the memory-only W1.
 SEGMENTS_LIMIT = 1.10
+#: [N1]: a warm W1+agents sync costs at most this much over W1+segments (the same skills
+#: in ``.agents/skills`` only).
+AGENTS_LIMIT = 1.10
 
 
 def group_of(name: str) -> str:
@@ -172,6 +184,10 @@ class Built:
     notes_source: Path | None
     skills: list[str] = field(default_factory=list)
     instruction_targets: list[str] = field(default_factory=list)
+    #: The per-agent skills directories ([N1]), relative to a checkout.
+    agent_dirs: list[str] = field(default_factory=list)
+    #: Paths every run's throw-away HOME holds (relative to it): the agents' detection.
+    home_paths: list[str] = field(default_factory=list)
 
     @property
     def agent_toml(self) -> Path:
@@ -193,18 +209,6 @@ def _toml_list(items: list[str]) -> str:
 def _agent_toml(name: str, paths: list[str], memory: list[str], skills: list[str]) -> str:
     text = f'name = "{name}"\npaths = {_toml_list(paths)}\nmemory = {_toml_list(memory)}\n'
     return text + (f"skills = {_toml_list(skills)}\n" if skills else "")
-
-
-def agent_registry_toml(agent: Agent) -> str:
-    """``agents/<name>.toml`` as the reference tool writes it (SPEC §13 [G3])."""
-    return (
-        f"[agents.{agent.name}]\n"
-        f"display_name = {json.dumps(agent.display_name)}\n"
-        f"project_instruction_path = {json.dumps(agent.project_instruction_path)}\n"
-        "\n"
-        f"[agents.{agent.name}.detect]\n"
-        'commands = ["sh"]\n'
-    )
 
 
 def _make_sources(mem: Path, files: int, dirs: int, nested: int) -> list[str]:
@@ -239,15 +243,21 @@ def _make_skills(ws: Path, n: int) -> list[str]:
     return names
 
 
-def _make_instructions(ws: Path, project: Path, n: int) -> list[str]:
-    """A non-empty ``AGENTS.md`` and the registry of the first ``n`` agents; returns the
+def registry_of(wl: Workload) -> tuple[Agent, ...]:
+    """The agents of ``wl``'s registry: the first ``instructions`` of AGENTS, or
+    SKILL_AGENTS for a workload with per-agent skills directories."""
+    return SKILL_AGENTS if wl.agent_dirs else AGENTS[: wl.instructions]
+
+
+def _make_instructions(ws: Path, project: Path, agents: tuple[Agent, ...]) -> list[str]:
+    """A non-empty ``AGENTS.md`` and the registry files of ``agents``; returns the
     instruction targets (relative to a checkout)."""
-    if not n:
+    if not agents:
         return []
     (project / "AGENTS.md").write_text(f"# {project.name}\n\nProject instructions.\n")
-    for agent in AGENTS[:n]:
+    for agent in agents:
         (ws / "agents" / f"{agent.name}.toml").write_text(agent_registry_toml(agent))
-    return [a.project_instruction_path for a in AGENTS[:n]]
+    return [a.project_instruction_path for a in agents if a.project_instruction_path]
 
 
 def build(wl: Workload, base: Path) -> Built:
@@ -282,7 +292,10 @@ def build(wl: Workload, base: Path) -> Built:
         notes_source.mkdir(parents=True)
         for i in range(wl.notes):
             (notes_source / f"note-{i:02d}.md").write_text("note\n")
-    instruction_targets = _make_instructions(ws, proj, wl.instructions)
+    agents = registry_of(wl)
+    instruction_targets = _make_instructions(ws, proj, agents)
+    agent_dirs = [a.project_skills_path for a in agents if a.project_skills_path]
+    assert len(instruction_targets) == wl.instructions and len(agent_dirs) == wl.agent_dirs
 
     eproj = ws / "projects" / EMPTY_PROJECT
     eproj.mkdir()
@@ -297,7 +310,8 @@ def build(wl: Workload, base: Path) -> Built:
         lines.append(f"N {notes_source}")
     lines += [f"A {p}" for p in active] + [f"O {p}" for p in offline]
     lines += [f"R {r}" for r in refs]
-    lines += [f"L {ws / 'skills' / s} .agents/skills/{s}" for s in skills]
+    lines += [f"L {ws / 'skills' / s} {d}/{s}" for d in [".agents/skills", *agent_dirs]
+              for s in skills]
     if instruction_targets:
         lines.append(f"I {proj / 'AGENTS.md'}")
         lines += [f"L {proj / 'AGENTS.md'} {t}" for t in instruction_targets]
@@ -306,7 +320,8 @@ def build(wl: Workload, base: Path) -> Built:
     (base / "floor-empty.txt").write_text("\n".join(empty) + "\n")
     return Built(
         wl, base, ws, refs, active, offline, empty_active, manifest, notes_source,
-        skills, instruction_targets,
+        skills, instruction_targets, agent_dirs,
+        [p for a in agents if a.project_skills_path for p in a.detect_paths],
     )  # fmt: skip
 
 
@@ -343,10 +358,12 @@ def count_links(built: Built) -> int:
 
 
 def count_segment_links(built: Built) -> int:
-    """Skill links and instruction targets that are symlinks, across the active checkouts."""
+    """Skill links (per-agent ones too) and instruction targets that are symlinks, across
+    the active checkouts."""
     n = 0
     for co in built.active:
-        targets = [co / ".agents" / "skills" / s for s in built.skills]
+        targets = [co / d / s for d in [".agents/skills", *built.agent_dirs]
+                   for s in built.skills]
         targets += [co / t for t in built.instruction_targets]
         n += sum(1 for t in targets if t.is_symlink())
     return n

@@ -104,11 +104,82 @@ def test_w1_segments_adds_skills_and_two_instruction_targets(tmp_path: Path) -> 
     assert suite.W1_SEGMENTS.group_name == "W1" and not suite.W1_SEGMENTS.memory_only
 
 
-def test_w1_and_w1_segments_are_timed_in_one_family() -> None:
+def test_w1_agents_adds_three_detected_per_agent_skills_directories(tmp_path: Path) -> None:
+    """W1+agents ([N1]): W1+segments' memory, skills and two instruction targets, and
+    three agents of the registry with a ``project_skills_path`` each, detected by a path
+    the harness creates under every run's HOME."""
+    seg = suite.build(suite.W1_SEGMENTS, tmp_path / "seg")
+    b = suite.build(suite.W1_AGENTS, tmp_path / "agents")
+    assert (b.refs, b.skills, sorted(b.instruction_targets)) == (
+        seg.refs, seg.skills, sorted(seg.instruction_targets))
+    assert _agent_toml(b) == {**_agent_toml(seg), "paths": _agent_toml(b)["paths"]}
+    assert b.agent_dirs == [".claude/skills", ".gemini/skills", ".opencode/skills"]
+    assert b.home_paths == [".claude", ".gemini", ".config/opencode"]
+    assert seg.agent_dirs == seg.home_paths == []
+
+    registry = {p.stem: tomllib.loads(p.read_text()) for p in (b.ws / "agents").glob("*.toml")}
+    assert sorted(registry) == ["claude-code", "codex", "gemini", "opencode"]
+    for name, doc in registry.items():
+        assert list(doc) == ["agents"] and list(doc["agents"]) == [name]
+    skills_paths = {n: d["agents"][n].get("project_skills_path") for n, d in registry.items()}
+    assert skills_paths == {"claude-code": ".claude/skills", "codex": None,
+                            "gemini": ".gemini/skills", "opencode": ".opencode/skills"}
+    detect = {n: d["agents"][n]["detect"] for n, d in registry.items()}
+    assert detect["gemini"] == {"paths": [".gemini"]}
+    assert detect["opencode"] == {"paths": [".config/opencode"]}
+    assert detect["claude-code"] == {"paths": [".claude"]}
+
+    links = [v for k, v in _manifest(b.manifest) if k == "L"]
+    assert len(links) == 5 * 4 + 2
+    assert f"{b.ws}/skills/skill-00 .gemini/skills/skill-00" in links
+    assert suite.W1_AGENTS.segment_resources == 5 * 4 + 2
+    assert suite.W1_AGENTS.group_name == "W1"
+
+
+def test_the_engine_links_every_per_agent_directory_of_w1_agents(tmp_path: Path) -> None:
+    """With the detection paths under HOME, a plan of W1+agents creates each skill in each
+    per-agent directory, and the registry names the three directories ([N1])."""
+    from aikito_mem.api import Project
+    from aikito_mem.config.registry_read import load_registry
+
+    b = suite.build(suite.W1_AGENTS, tmp_path / "agents")
+    home = tmp_path / "home"
+    for rel in b.home_paths:
+        (home / rel).mkdir(parents=True)
+    dirs = load_registry(str(b.ws)).skill_dirs
+    assert [d.path for d in dirs] == b.agent_dirs
+    plan = Project.load(suite.PROJECT, str(b.ws), environ={"HOME": str(home)}).plan()
+    created = {op.target for op in plan.operations if op.action.value == "CREATE"}
+    for co in b.active:
+        for d in b.agent_dirs:
+            assert {f"{co}/{d}/{s}" for s in b.skills} <= created
+    assert "CONFLICT" not in [op.action.value for op in plan.operations]
+
+
+def test_every_home_of_w1_agents_holds_the_detection_paths(tmp_path: Path) -> None:
+    from bench.runner.groups import Env, Tool
+
+    b = suite.build(suite.W1_AGENTS, tmp_path / "agents")
+    envs = Env(tmp_path)
+    env = envs.new(b.ws, b.home_paths)
+    first = Path(env["HOME"])
+    envs.fresh_home(env, b.home_paths)
+    assert Path(env["HOME"]) != first
+    for home in (first, Path(env["HOME"])):
+        assert all((home / rel).is_dir() for rel in b.home_paths)
+    assert list(Path(envs.new(b.ws)["HOME"]).iterdir()) == []
+    # The reference tool links no per-agent directory ([N1] is this engine's): no row.
+    assert not Tool(REFERENCE, None).applies_to(suite.W1_AGENTS)
+    assert Tool(REFERENCE, None).applies_to(suite.W1_SEGMENTS)
+    assert Tool(FLOOR, None).applies_to(suite.W1_AGENTS)
+
+
+def test_w1_and_its_segment_workloads_are_timed_in_one_family() -> None:
     fams = suite.families(list(suite.WORKLOADS))
-    assert [w.name for w in fams[0]] == ["W1", "W1+segments"]
+    assert [w.name for w in fams[0]] == ["W1", "W1+segments", "W1+agents"]
     assert all(len(f) == 1 for f in fams[1:])
     assert suite.group_of("W1+segments") == "W1" and suite.group_of("W3") == "W3"
+    assert suite.group_of("W1+agents") == "W1"
 
 
 def test_the_engine_plans_the_w1_segments_workspace(tmp_path: Path) -> None:
@@ -127,7 +198,8 @@ def test_the_engine_plans_the_w1_segments_workspace(tmp_path: Path) -> None:
     assert actions.count("CREATE") >= suite.W1.targets
 
 
-@pytest.mark.parametrize("wl", [suite.W1, suite.W1_SEGMENTS], ids=lambda w: w.name)
+@pytest.mark.parametrize("wl", [suite.W1, suite.W1_SEGMENTS, suite.W1_AGENTS],
+                         ids=lambda w: w.name)
 def test_the_floor_script_does_the_whole_job(
     wl: suite.Workload, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -240,11 +312,32 @@ def test_segments_target_is_warm_w1_segments_over_warm_w1(
     rows = [r for r in _rows() if r.workload != "W1+segments"]
     if segments_ms is not None:
         rows.append(_row("W1+segments", "warm", AIKITO, segments_ms, note="created 0 of 14"))
-    (target,) = [t for t in report.targets(rows) if "W1+segments" in str(t["target"])]
+    (target,) = [t for t in report.targets(rows)
+                 if str(t["target"]).startswith("warm W1+segments")]
     assert target["target"] == "warm W1+segments within 1.10x of warm W1 (SPEC §13 [G7])"
     assert target["status"] == status
     if segments_ms is not None:
         assert "created 0 of 14" in str(target["measured"])
+
+
+@pytest.mark.parametrize(  # warm W1+segments is 121 ms
+    ("agents_ms", "status"), [(133.0, "MET"), (134.0, "NOT MET"), (None, "NOT MEASURED")]
+)
+def test_agents_target_is_warm_w1_agents_over_warm_w1_segments(
+    agents_ms: float | None, status: str
+) -> None:
+    rows = _rows()
+    if agents_ms is not None:
+        rows.append(_row("W1+agents", "warm", AIKITO, agents_ms))
+    (target,) = [t for t in report.targets(rows) if "W1+agents" in str(t["target"])]
+    assert target["target"] == (
+        "warm W1+agents within 1.10x of warm W1+segments (SPEC §17 [N1])")
+    assert target["status"] == status
+    if agents_ms is not None:
+        assert str(target["measured"]).startswith(
+            f"warm W1+agents {agents_ms:.1f} ms / warm W1+segments 121.0 ms")
+        seg = _cells(report.table(rows), "W1+agents", AIKITO)
+        assert seg["x W1"] == f"{agents_ms / 110:.2f}"  # over W1, like W1+segments
 
 
 def test_document_carries_every_row_with_its_ratios() -> None:

@@ -81,17 +81,22 @@ class Env:
         base.update(NO_COLOR="1", NO_UPDATE_NOTIFIER="1", AIKITO_NO_UPDATE_NOTIFIER="1", CI="1")
         self.base = base
 
-    def new(self, ws: Path | None = None) -> dict[str, str]:
+    def new(self, ws: Path | None = None, home_paths: list[str] | None = None
+            ) -> dict[str, str]:
         env = dict(self.base)
-        self.fresh_home(env)
+        self.fresh_home(env, home_paths)
         if ws is not None:
             env["AIKITO_DIR"] = str(ws)
         return env
 
-    def fresh_home(self, env: dict[str, str]) -> None:
+    def fresh_home(self, env: dict[str, str], home_paths: list[str] | None = None) -> None:
+        """A new empty HOME for ``env``, holding the directories ``home_paths`` (relative:
+        what the workload's agents are detected by, SPEC §13 [G4])."""
         self._n += 1
         home = self.homes / f"h{self._n:04d}"
         home.mkdir()
+        for rel in home_paths or ():
+            (home / rel).mkdir(parents=True)
         env["HOME"] = str(home)
 
 
@@ -111,8 +116,11 @@ class Tool:
         return self._build(b, variant, project)
 
     def applies_to(self, wl: Workload) -> bool:
-        """Stow has no skills or instructions: it does the memory-only suite."""
-        return self.name != STOW or wl.memory_only
+        """Stow has no skills or instructions: it does the memory-only suite; the reference
+        tool links no per-agent skills directory (it only tolerates the key, [N1])."""
+        if self.name == STOW:
+            return wl.memory_only
+        return self.name != REFERENCE or not wl.agent_dirs
 
 
 def make_tools(vbin: Path, ref: Peer, stow: Peer) -> list[Tool]:
@@ -156,8 +164,8 @@ def bench_family(
     budget: float,
 ) -> list[Row]:
     """Dry, cold, then warm rows for every tool on every workload of ``family``, each
-    variant one round-robin group (W1 and W1+segments share theirs: the [G7] ratio
-    compares runs made at the same time).
+    variant one round-robin group (W1, W1+segments and W1+agents share theirs: the [G7]
+    and [N1] ratios compare runs made at the same time).
 
     Each tool works on its own identical copy of each workspace and its checkouts, so runs
     can alternate between tools (fair under machine noise) while each warm row starts
@@ -186,7 +194,7 @@ def bench_family(
             b = suite.build(wl, root / leader / wl.name / tool.name)
             if tool.name == STOW and stow_path is not None:
                 write_stow_scripts(b, stow_path)
-            env = envs.new(b.ws)
+            env = envs.new(b.ws, b.home_paths)
             vrows = _tool_items(tool, b, env, envs, groups, budget)
             per_tool.append((tool, b, env, vrows))
             rows += vrows.values()
@@ -224,7 +232,7 @@ def _tool_items(
         suite.reset_checkouts(b.active + b.empty_active, trash)
 
     def pre_dry() -> None:
-        envs.fresh_home(env)
+        envs.fresh_home(env, b.home_paths)
         reset()
         if is_stow:  # stow -n refuses a target directory that does not exist
             for co in b.active:
@@ -232,7 +240,7 @@ def _tool_items(
 
     def pre_cold() -> None:
         reset()
-        envs.fresh_home(env)
+        envs.fresh_home(env, b.home_paths)
 
     def check() -> str:
         return suite.links_note(b)
