@@ -55,7 +55,7 @@ def ref_exe() -> Iterator[str]:
 
 
 class Setup:
-    def __init__(self, base: Path, memory: tuple[str, ...]) -> None:
+    def __init__(self, base: Path, memory: tuple[str, ...], per_agent: bool = False) -> None:
         builder = WS(base)
         self.ws = Path(builder.root)
         self.home = builder.base / "home"
@@ -66,6 +66,10 @@ class Setup:
         (self.co / "README.md").write_text("the user's own file\n")
         (self.ws / "layout.toml").write_text("version = 2\n")
         for name, text in REGISTRY.items():
+            if per_agent and name == "claude-code.toml":  # [N1]: a key the reference tolerates
+                text = text.replace('skills_path = ".claude/skills"\n',
+                                    'skills_path = ".claude/skills"\n'
+                                    'project_skills_path = ".claude/skills"\n')
             builder.add_agent(name.removesuffix(".toml"), text)
         for skill in SKILLS:
             builder.add_skill(skill)
@@ -77,6 +81,7 @@ class Setup:
         builder.write_config(
             PROJECT, raw=f'paths = ["{self.co}"]\nskills = [{skills}]\nmemory = [{mem}]\n')
         self.memory = memory
+        self.per_agent = per_agent
 
     def env(self) -> dict[str, str]:
         return child_env(self.home, AIKITO_DIR=str(self.ws),
@@ -87,6 +92,8 @@ class Setup:
         src = str(self.ws / "projects" / PROJECT / "AGENTS.md")
         out = {f".agents/skills/{s}": str(self.ws / "skills" / s) for s in SKILLS}
         out.update({"AGENTS.md": src, ".claude/CLAUDE.md": src})
+        if self.per_agent:
+            out.update({f".claude/skills/{s}": str(self.ws / "skills" / s) for s in SKILLS})
         out.update({f".agents/memory/{m}": str(self.ws / "memory" / m) for m in self.memory})
         return out
 
@@ -166,3 +173,29 @@ def test_our_links_are_noop_for_the_reference(ref_exe: str, tmp_path: Path,
     assert s.links() == before, "the reference tool relinked what this engine made"
     _assert_ours_all_noop(s)
     assert s.links() == before
+
+
+def test_per_agent_skill_links_and_the_reference_leave_each_other_alone(
+        ref_exe: str, tmp_path: Path) -> None:
+    """[N1] both ways: the reference tool (which reads ``project_skills_path`` of no agent)
+    links first, this engine then adds only the ``.claude/skills`` links and keeps every
+    link the reference made; the reference run after it relinks nothing."""
+    s = Setup(tmp_path, MEMORY, per_agent=True)
+    ref = s.reference(ref_exe)
+    assert ref.returncode == 0, ref.stdout + ref.stderr
+    theirs = s.links()
+    first = s.ours("--json")
+    assert first.returncode == 0, first.stdout + first.stderr
+    doc = json.loads(first.stdout)
+    assert sorted(op["target"] for op in doc["operations"] if op["action"] != "NOOP") == [
+        str(s.co / ".claude" / "skills" / name) for name in sorted(SKILLS)]
+    after = _assert_linked(s)
+    assert {rel: v for rel, v in after.items() if rel in theirs} == theirs
+    again = s.reference(ref_exe)
+    assert again.returncode == 0, again.stdout + again.stderr
+    relinked = [line for line in again.stdout.splitlines()
+                if line.startswith(("[LINK]", "[RELINK]", "[UPDATE]", "[REPLACE]", "[COPY]"))]
+    assert relinked == [], again.stdout
+    assert s.links() == after
+    _assert_ours_all_noop(s)
+    assert s.links() == after
