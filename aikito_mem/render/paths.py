@@ -8,7 +8,8 @@
 - inside a reason, a remedy or a finding — text a person may paste — a path is written
   so that it works in the directory where the command was run ([U2]): relative to that
   directory when below it, else ``~/…`` when under the home directory (never inside
-  quotes, where a shell would not expand ``~``), else absolute;
+  quotes, where a shell would not expand ``~``), else absolute — the value of
+  ``--moved-from``, which must be absolute, is never made relative;
 - the checkout itself and every other path stay absolute.
 
 ``--json`` never goes through this module: documents carry absolute paths.  Pure: the
@@ -36,6 +37,17 @@ def _under(path: str, base: str) -> str | None:
 _COMMAND = r"(\baikito )(adopt|sync|clean|apply|init|doctor|status)\b"
 # A base only where a path starts: not in the middle of another path.
 _START = r"(?<![^\s'\"(\[=,:;`])"
+
+
+# An option whose value must be an absolute path ([L4]: ``--moved-from OLD``): pasted
+# relative it would be refused, so its path is written ``~/…`` or absolute, never
+# relative to the current directory.
+_ABSOLUTE_ONLY = ("--moved-from ", "--moved-from=")
+
+
+def _absolute_only(match: re.Match[str]) -> bool:
+    before = match.string[:match.start()]
+    return before.endswith(_ABSOLUTE_ONLY)
 
 
 class Paths:
@@ -133,7 +145,14 @@ class Paths:
     def _replace(self, match: re.Match[str]) -> str:
         quote, base = match.group(1), match.group(2).rstrip("/")
         if base == self._cwd:
-            return quote
+            if not _absolute_only(match):
+                return quote
+            below = _under(base, self._home) if self._home is not None else None
+            if base != self._home and below is None:
+                return match.group()  # the current directory is not below home
+            rest = "" if below is None else below + "/"
+        else:
+            rest = ""
         if quote:  # a shell expands no ``~`` inside quotes: keep it absolute
             return match.group()
-        return quote + "~/"
+        return "~/" + rest
