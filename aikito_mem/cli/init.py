@@ -84,10 +84,10 @@ class InitView:
         shown = display()
         if error is None:
             assert report is not None
-            lines = [shown.line(line) for line in text_lines(report, home=home)]
+            lines = [shown.line(line) for line in text_lines(report, home=home, cwd=shown.cwd)]
             return Output(0, lines=tuple(lines))
         # What a failed or interrupted run did write: the rest was not created.
-        lines = [shown.line(line) for line in stopped_lines(report, home=home)]
+        lines = [shown.line(line) for line in stopped_lines(report, home=home, cwd=shown.cwd)]
         return Output(result.exit_code, lines=tuple(lines), errors=error_lines(error, shown))
 
 

@@ -69,8 +69,14 @@ def _shown(path: str, report: InitReport, home: str | None) -> str:
     return path
 
 
-def text_lines(report: InitReport, *, home: str | None = None) -> list[str]:
-    """Human lines for a report: a header, one line per path, warnings, the next step."""
+def text_lines(report: InitReport, *, home: str | None = None,
+               cwd: str | None = None) -> list[str]:
+    """Human lines for a report: a header, one line per path, warnings, the next step.
+    The paths a note or warning names are written to work where the command ran
+    (``cwd``, ``home``: [U2])."""
+    from aikito_mem.render.paths import Paths
+
+    paths = Paths(None, cwd=cwd, home=home)
     dry = report.dry_run
     if report.command == "workspace":
         if not dry and report.count(InitStatus.CREATED) == 0:
@@ -96,9 +102,10 @@ def text_lines(report: InitReport, *, home: str | None = None) -> list[str]:
         lines.append(f"  {word:<12} {shown}")
     if report.registered_as is not None:
         lines.append(f"  checkout     {report.registered_as}")
-    lines += [f"note: {f.message}" for f in report.findings
+    lines += [f"note: {paths.text(f.message)}" for f in report.findings
               if f.code == "init.pointer_repointed"]
-    lines += [f"warning: {f.message}" for f in report.findings if f.severity == "warning"]
+    lines += [f"warning: {paths.text(f.message)}" for f in report.findings
+              if f.severity == "warning"]
     if report.agents == ():
         lines.append("note: no coding agent detected here, so no agents/ registry: AGENTS.md "
                      "is the one instruction target; `aikito agents` lists the agents aikito "
@@ -107,10 +114,11 @@ def text_lines(report: InitReport, *, home: str | None = None) -> list[str]:
     return lines
 
 
-def stopped_lines(report: InitReport | None, *, home: str | None = None) -> list[str]:
+def stopped_lines(report: InitReport | None, *, home: str | None = None,
+                  cwd: str | None = None) -> list[str]:
     """What a failed or interrupted run did write (the rest was not created)."""
     if report is None or not report.count(InitStatus.CREATED):
         return []
-    done = [line for line in text_lines(report, home=home)
+    done = [line for line in text_lines(report, home=home, cwd=cwd)
             if line.lstrip().startswith("created ")]
     return ["Created before stopping:", *done]

@@ -239,11 +239,29 @@ def message_lines(message: str, display: Display,
                   differences: Sequence[str] = ()) -> tuple[str, ...]:
     """A message for stderr, ``aikito:``-prefixed.  A message that lists its differences
     (or refusals) on lines of their own keeps those lines (each one printable); any other
-    newline in a message is escaped like every other control character."""
+    newline in a message is escaped like every other control character.  The paths the
+    message names are written so that they work where the command ran
+    (:func:`pasted`); the error itself keeps them absolute."""
     if differences and "\n" in message:
         head = message.split("\n", 1)[0]
-        return (_prefixed(head, display), *(display.line(f"  - {d}") for d in differences))
-    return (_prefixed(message, display),)
+        return (_prefixed(pasted(head, display), display),
+                *(display.line(f"  - {pasted(d, display)}") for d in differences))
+    return (_prefixed(pasted(message, display), display),)
+
+
+def pasted(message: str, display: Display) -> str:
+    """[U2]: an error message as printed — every path its remedy names (the argument of a
+    command to run, a file to edit) relative to the directory the command ran in when
+    below it, else ``~/…``, else absolute; a quoted path (what a link holds, a name
+    being reported) shown exactly; the commands it names called as this one was
+    (:meth:`aikito_mem.render.paths.Paths.remedy`).  Done at print time: the error's
+    message, its attributes and ``--json`` stay absolute."""
+    if display.cwd is None and display.home is None and display.program == "aikito":
+        return message
+    from aikito_mem.render.paths import Paths
+
+    return Paths(None, cwd=display.cwd, home=display.home,
+                 program=display.program).remedy(message)
 
 
 def _prefixed(message: str, display: Display) -> str:

@@ -141,7 +141,9 @@ def test_checkout_nested_in_or_around_a_registered_one(tmp_path: Path, where: st
     proc = subprocess.run([sys.executable, "-m", "aikito_mem", "--workspace", ws.root, "sync",
                            "project", "demo", ".", "--dry-run"], cwd=path, capture_output=True,
                           text=True, timeout=120)
-    assert proc.returncode == 4 and co in proc.stderr
+    # [U2]: printed there, the checkout is named as pasted there (relative when below).
+    shown = co if where == "inside" else os.path.relpath(co, path)
+    assert proc.returncode == 4 and f"checkout {shown} (label" in proc.stderr
 
 
 def test_nested_checkout_allowed_without_registering(tmp_path: Path) -> None:
