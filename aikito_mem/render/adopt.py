@@ -97,56 +97,67 @@ def json_document(report: AdoptReport) -> dict[str, Any]:
 def text_lines(report: AdoptReport, *, cwd: str | None = None, home: str | None = None,
                program: str = "aikito") -> list[str]:
     """Human lines for the report (the error message itself goes to stderr); ``cwd``,
-    ``home`` and ``program``: where and as what the command runs, for the command the
-    report names ([U2])."""
+    ``home`` and ``program``: where and as what the command runs ([U2]).  Every path is
+    shown as a person pastes it there (:meth:`Paths.pasteable`: relative to ``cwd`` when
+    below it, else ``~/…``, else absolute; shell-quoted when it must be); the other
+    conflicts of the checkout alike."""
     lines: list[str] = []
+    a = report.adoption
+    paths = Paths(a.workspace if a else None, a.checkout if a else None, cwd=cwd,
+                  home=home, program=program)
     refused = report.error if isinstance(report.error, AdoptRefused) else None
     if refused is not None and refused.differences:
-        lines.append(f"how TARGET differs from {refused.path}:")
+        lines.append(f"how TARGET differs from {_shown(paths, refused.path)}:")
         lines.extend(f"  {d.rel}: {d.what}" if d.rel else f"  {d.what}"
                      for d in refused.differences)
         if refused.diff:
             lines.extend(refused.diff.rstrip("\n").split("\n"))
-    a = report.adoption
     if a is None:
         return lines
     steps = {s.step: s for s in report.steps}
     verb = "would move" if report.dry_run else "move"
     how = _HOW[report.method] if report.method else ""
-    lines.append(f"adopt {a.target} (project {a.project}, checkout {a.checkout})")
-    lines.append(f"  {verb}: {a.target} -> {a.destination} ({how}) "
+    target, destination = _shown(paths, a.target), _shown(paths, a.destination)
+    lines.append(f"adopt {target} (project {a.project}, checkout {_shown(paths, a.checkout)})")
+    lines.append(f"  {verb}: {target} -> {destination} ({how}) "
                  f"[{steps[Step.MOVE].status.value}]")
     reg = steps[Step.REGISTER].status.value
     if a.segment is not SegmentName.INSTRUCTIONS:  # [L5]: an instruction target is in no list
         lines.append(f"  {a.segment.value} list: add {a.reference!r} "
                      f"[{'already listed' if reg == 'skipped' else reg}]")
-    lines.append(f"  link: {a.target} -> {a.destination} [{steps[Step.LINK].status.value}]")
-    lines.extend(f"  link: {op.target} -> {a.destination} (another instruction target) "
-                 f"[{steps[Step.LINK].status.value}]" for op in a.links)
-    lines.extend(_rest_lines(report, cwd, home, program))
+    lines.append(f"  link: {target} -> {destination} [{steps[Step.LINK].status.value}]")
+    lines.extend(f"  link: {_shown(paths, op.target)} -> {destination} (another instruction "
+                 f"target) [{steps[Step.LINK].status.value}]" for op in a.links)
+    lines.extend(_rest_lines(report, paths, program))
     if report.conflicts:
         n = len(report.conflicts)
         lines.append(f"note: the checkout has {n} other conflict{'s' * (n != 1)}, left for "
                      "`aikito sync project`:")
-        lines.extend(f"  ! {op.target}: {op.reason}" for op in report.conflicts)
+        lines.extend(f"  ! {_shown(paths, op.target)}: {paths.reason(op.reason)}"
+                     for op in report.conflicts)
     if report.dry_run and report.error is None:
         lines.append("dry run: nothing was written")
     elif report.outcome.value == "adopted":
-        lines.append(f"done: {a.reference} adopted; its content is at {a.destination}")
+        lines.append(f"done: {a.reference} adopted; its content is at {destination}")
     elif report.content_at:
-        lines.append(f"the content is at {report.content_at}")
+        lines.append(f"the content is at {_shown(paths, report.content_at)}")
     return lines
 
 
-def _rest_lines(report: AdoptReport, cwd: str | None, home: str | None,
-                program: str) -> list[str]:
+def _shown(paths: Paths, path: str | None) -> str:
+    """[U2]: ``path`` as a person pastes it where adopt ran, one shell word."""
+    from shlex import quote
+
+    return "None" if path is None else paths.pasteable(quote(path))
+
+
+def _rest_lines(report: AdoptReport, paths: Paths, program: str) -> list[str]:
     """[N1]: adopt links back only what it took; the skill's other targets in the
     checkout (relative to it) are the next sync's, whose command is printed alone on its
     line, to be pasted where adopt ran ([U2])."""
     a = _rest(report)
     if a is None:
         return []
-    paths = Paths(a.workspace, a.checkout, cwd=cwd, home=home)
     blocked = any(op.segment is SegmentName.SKILLS for op in report.conflicts)
     when = " once the other conflicts (below) are resolved" if blocked else ""
     return [f"  not linked by adopt: {', '.join(paths.target(op) for op in a.rest)} (the "
