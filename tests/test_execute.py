@@ -685,7 +685,9 @@ def test_signal_while_waiting_for_the_lock_ends_the_run_before_anything_is_writt
     holder = os.open(co, os.O_RDONLY | os.O_DIRECTORY)
     fcntl.flock(holder, fcntl.LOCK_EX)
     verified: list[object] = []
-    real_verify = execute_mod.verify
+    import aikito_mem.executor.verify as verify_mod
+
+    real_verify = verify_mod.verify
 
     def sleep(seconds: float) -> None:
         if holder in open_fds:
@@ -695,8 +697,8 @@ def test_signal_while_waiting_for_the_lock_ends_the_run_before_anything_is_writt
 
     open_fds = [holder]
     monkeypatch.setattr(lock_mod.time, "sleep", sleep)
-    monkeypatch.setattr(execute_mod, "verify",
-                        lambda *a: (verified.append(a), real_verify(*a))[1])
+    monkeypatch.setattr(verify_mod, "verify",
+                        lambda *a, **k: (verified.append(a), real_verify(*a, **k))[1])
     before = snapshot(ws.base)
     try:
         with pytest.raises(InterruptedError_) as info:

@@ -26,7 +26,8 @@ from hypothesis import given, settings
 from aikito_mem.api import Project
 from aikito_mem.errors import ConflictError, ExecutionError, StalePlanError, UnsafePlanError
 from aikito_mem.executor import guard
-from aikito_mem.executor.execute import Locks, execute, verify
+from aikito_mem.executor.execute import Locks, execute
+from aikito_mem.executor.verify import verify
 from aikito_mem.model import (
     ABSENT,
     Action,

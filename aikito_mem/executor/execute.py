@@ -17,22 +17,11 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Callable, Iterable, Mapping
+from types import ModuleType
 
 from aikito_mem import signals
-from aikito_mem.errors import (
-    ConflictError,
-    ExecutionError,
-    InterruptedError_,
-    StalePlanError,
-)
-from aikito_mem.executor.lock import (
-    DEFAULT_TIMEOUT,
-    Locks,
-    check_timeout,
-    lock_fd,
-    open_root,
-)
-from aikito_mem.executor.verify import operations_by_checkout, prune_differences, verify
+from aikito_mem.errors import ConflictError, ExecutionError, InterruptedError_, StalePlanError
+from aikito_mem.executor.lock import DEFAULT_TIMEOUT, Locks, check_timeout, lock_fd, open_root
 from aikito_mem.fsutil import DIR_NOFOLLOW
 from aikito_mem.model import (
     SEGMENT_ORDER,
@@ -52,7 +41,7 @@ from aikito_mem.outcome import segment_results
 from aikito_mem.planner.moved import R_MOVED
 from aikito_mem.world import observe
 
-__all__ = ["Locks", "execute", "lock_fd", "open_root", "planned_result", "refused", "verify",
+__all__ = ["Locks", "execute", "lock_fd", "open_root", "planned_result", "refused",
            "write_order"]
 
 #: Test seam (races, faults, signals): called as ``hook(op)`` just before each write syscall.
@@ -333,6 +322,13 @@ def execute(
                 held.release()
 
 
+def _verify() -> ModuleType:
+    """[E2]'s room, loaded only for a plan that writes (a warm sync has nothing to check)."""
+    from aikito_mem.executor import verify
+
+    return verify
+
+
 def _checked(plan: Plan, held: Locks, own_locks: bool, lock_timeout: float,
              always_verify: bool, environ: Mapping[str, str] | None,
              known: tuple[ProjectConfig | None, str | None]) -> None:
@@ -344,7 +340,7 @@ def _checked(plan: Plan, held: Locks, own_locks: bool, lock_timeout: float,
             if own_locks:
                 held.acquire([co.path for co in plan.checkouts
                               if co.state is CheckoutState.ACTIVE], lock_timeout)
-            diffs = (verify(plan, held, environ=environ)
+            diffs = (_verify().verify(plan, held, environ=environ)
                      if plan.has_changes or always_verify else [])
     except InterruptedError_ as exc:
         if exc.result is None:
@@ -354,7 +350,7 @@ def _checked(plan: Plan, held: Locks, own_locks: bool, lock_timeout: float,
         from aikito_mem.executor.guard import check
 
         check(plan, environ=environ, config=known[0], home=known[1])
-        diffs = prune_differences(plan, held)
+        diffs = _verify().prune_differences(plan, held)
     if diffs:
         raise StalePlanError(
             "the plan is stale — the world changed since it was made; nothing was "
@@ -417,7 +413,7 @@ def _apply(plan: Plan, locks: Locks) -> SyncResult:
             ) from None
         registered = True
 
-    by_checkout = operations_by_checkout(plan) if plan.changes else {}
+    by_checkout = _verify().operations_by_checkout(plan) if plan.changes else {}
     blocked = plan.blocked_segments
     # [E8]: skills, then instructions, then memory; a blocked segment writes nothing.
     for segment, co, order in _segment_order(plan, by_checkout, blocked):
