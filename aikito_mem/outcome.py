@@ -193,10 +193,10 @@ def run_findings(plan: Plan, *, dry_run: bool) -> tuple[Finding, ...]:
                         f"{was}: project {plan.project} has no checkout registered — add "
                         f"one with: aikito sync project {_quote(plan.project)} PATH", None),)
     n = len(plan.checkouts)
-    every = "its only checkout is" if n == 1 else f"all {n} of its checkouts are"
+    counted = "its one checkout" if n == 1 else f"all {n} of its checkouts"
     return (Finding("sync.all_offline", "warning",
-                    f"{was}: {every} offline (project {plan.project}) — plug in or clone "
-                    "a checkout, then sync again", None),)
+                    f"{was}: every checkout is offline (project {plan.project}, {counted}) "
+                    "— plug in or clone a checkout, then sync again", None),)
 
 
 def _quote(word: str) -> str:

@@ -385,8 +385,8 @@ def test_every_checkout_offline_says_nothing_was_synced(ws: WS) -> None:
     # [U3]: one line, then the warning — also a finding of the document.
     assert shown(ws, res.stdout) == [
         "demo: not synced (1 checkout, all offline)",
-        "warning: nothing was synced: its only checkout is offline (project demo) — plug "
-        "in or clone a checkout, then sync again"]
+        "warning: nothing was synced: every checkout is offline (project demo, its one "
+        "checkout) — plug in or clone a checkout, then sync again"]
     doc = json.loads(run(ws, "sync", "project", "demo", "--json").stdout)
     assert doc["outcome"] == "unchanged"
     assert [(f["code"], f["severity"], f["message"]) for f in doc["findings"]] == [
@@ -394,11 +394,13 @@ def test_every_checkout_offline_says_nothing_was_synced(ws: WS) -> None:
     quiet = run(ws, "sync", "project", "demo", "-q")
     assert quiet.stdout.splitlines()[-1].startswith("warning: nothing was synced:")
     dry = run(ws, "sync", "project", "demo", "--dry-run")
-    assert dry.stdout.splitlines()[-1].startswith("warning: nothing would be synced: its only ")
+    assert dry.stdout.splitlines()[-1].startswith(
+        "warning: nothing would be synced: every checkout is offline (project demo, its one ")
     ws.write_config("demo", memory=["a.md"], paths=[f"{ws.base}/gone", f"{ws.base}/gone2"])
     two = run(ws, "sync", "project", "demo")
     assert two.stdout.splitlines()[-1].startswith(
-        "warning: nothing was synced: all 2 of its checkouts are offline (project demo)")
+        "warning: nothing was synced: every checkout is offline (project demo, all 2 of "
+        "its checkouts)")
     ws.write_config("demo", memory=["a.md"], paths=[])
     none = run(ws, "sync", "project", "demo")
     assert shown(ws, none.stdout) == [
