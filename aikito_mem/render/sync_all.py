@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from aikito_mem.commands.sync_all import SyncAllReport
-from aikito_mem.errors import Outcome
+from aikito_mem.errors import EXIT_PENDING, Outcome
 from aikito_mem.outcome import SyncReport
 from aikito_mem.render.sync import compact_lines, text_lines
 from aikito_mem.render.sync import document as sync_document
@@ -117,9 +117,21 @@ def text(report: SyncAllReport, display: Display) -> tuple[list[str], list[str]]
                 listed(project.error)))
     lines.append("")
     lines.append(display.line(summary_line(report), colour))
+    if report.check and report.exit_code == EXIT_PENDING and report.error is None:
+        # [U3]: --check with changes pending ends with the command that applies them.
+        lines.append(display.line(f"to apply: {_apply_command(report, display)}"))
     if report.error is not None:
         errors.extend(message_lines(report.error.message, display, listed(report.error)))
     return lines, errors
+
+
+def _apply_command(report: SyncAllReport, display: Display) -> str:
+    """``aikito sync``, with the ``--workspace`` it was given, pasteable where it ran."""
+    from aikito_mem.render.paths import Paths
+
+    paths = Paths(report.workspace, cwd=display.cwd, home=display.home,
+                  named=report.workspace_source == "option", program=display.program)
+    return paths.text("aikito sync")
 
 
 def render(report: SyncAllReport, display: Display) -> Output:

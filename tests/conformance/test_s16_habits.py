@@ -135,7 +135,7 @@ def test_U1_init_project_inside_a_git_work_tree_registers_its_root(w):
 
     doc = tomllib.loads((w.ws / "projects/api/agent.toml").read_text())
     registered = doc.get("paths", doc.get("path"))
-    assert [os.path.realpath(os.path.expanduser(p)) for p in registered] == [str(repo)]
+    assert [_resolved(w, w.home, p) for p in registered] == [str(repo)]
 
 
 @needs_git
@@ -147,7 +147,7 @@ def test_U1_init_project_in_a_refused_work_tree_does_not_register_it(w):
         import tomllib
 
         doc = tomllib.loads(toml.read_text())
-        listed = [os.path.realpath(os.path.expanduser(p))
+        listed = [_resolved(w, w.home, p)
                   for p in doc.get("paths", doc.get("path", []))]
         assert str(w.home) not in listed, r
     else:
@@ -270,12 +270,22 @@ def _pasted(text: str, verb: str) -> list[str]:
     return [shlex.split(c.rstrip(";,")) for c in found]
 
 
+def _resolved(w: W, cwd: Path, path: str) -> str:
+    """Where ``path``, pasted in ``cwd``, leads (``~/`` is the run's home)."""
+    if path.startswith("~/"):
+        path = str(w.home) + path[1:]
+    return os.path.realpath(os.path.join(cwd, path))
+
+
 def _paste(w: W, argv: list[str], cwd: Path):
+    """Run a pasted command as a shell would: ``~/`` expanded to the home directory."""
     assert argv[0] == "aikito"
-    return run(argv[1:], w.home, cwd=cwd)
+    args = [str(w.home) + a[1:] if a.startswith("~/") else a for a in argv[1:]]
+    return run(args, w.home, cwd=cwd)
 
 
-@pytest.mark.parametrize("where", ["checkout", "home", "workspace", "elsewhere"])
+@pytest.mark.parametrize("where", ["checkout", "subdirectory", "home", "workspace",
+                                   "elsewhere"])
 def test_U2_the_adopt_remedies_work_pasted_where_they_were_printed(w, where):
     """A foreign memory file, an identical copy of a skill and the user's ``AGENTS.md``
     holding the project's text: each remedy names ``aikito adopt``; pasted, it works."""
@@ -286,13 +296,19 @@ def test_U2_the_adopt_remedies_work_pasted_where_they_were_printed(w, where):
     skill.mkdir(parents=True)
     (skill / "SKILL.md").write_text((w.ws / "skills/alpha/SKILL.md").read_text())
     (w.co / "AGENTS.md").write_text("Be kind.\n")
-    cwd = {"checkout": w.co, "home": w.home, "workspace": w.ws,
+    (w.co / "src").mkdir()
+    cwd = {"checkout": w.co, "subdirectory": w.co / "src", "home": w.home, "workspace": w.ws,
            "elsewhere": w.tmp}[where]
     r = run(["--workspace", w.ws, "sync", "project", "demo"], w.home, cwd=cwd)
     assert r.rc == 1, r
+    # A file to edit, named from here: relative when below, else ~/ or absolute.
+    flat = " ".join(unwrapped(r.out).split())
+    (edit,) = set(re.findall(r"from skills in (\S+?)\)", flat))
+    assert not edit.startswith(".."), edit
+    assert _resolved(w, cwd, edit) == str(w.toml)
     commands = _pasted(r.out, "adopt")
-    targets = {os.path.realpath(os.path.join(cwd, os.path.expanduser(c[-1])))
-               for c in commands}
+    assert not any(a.startswith("..") for c in commands for a in c), commands
+    targets = {_resolved(w, cwd, c[-1]) for c in commands}
     assert targets == {str(w.co / ".agents/memory/extra.txt"), str(skill),
                        str(w.co / "AGENTS.md")}, r.out
     for argv in commands:
@@ -303,6 +319,34 @@ def test_U2_the_adopt_remedies_work_pasted_where_they_were_printed(w, where):
     assert os.readlink(w.co / "AGENTS.md") == str(w.ws / "projects/demo/AGENTS.md")
     after = run(["--workspace", w.ws, "sync", "project", "demo"], w.home, cwd=cwd)
     assert after.rc == 0, after
+
+
+def test_U2_a_remedy_outside_the_current_directory_names_the_home_as_tilde(w):
+    co = w.home / "code" / "demo"
+    co.mkdir(parents=True)
+    _world(w, paths=[str(co)])
+    (co / ".agents/memory").mkdir(parents=True)
+    (co / ".agents/memory/extra.txt").write_text("mine\n")
+    r = run(["--workspace", w.ws, "sync", "project", "demo"], w.home, cwd=w.ws)
+    assert r.rc == 0, r
+    (argv,) = _pasted(r.out, "adopt")
+    assert argv[-1] == "~/code/demo/.agents/memory/extra.txt", r.out
+    done = _paste(w, argv, w.ws)
+    assert done.rc == 0, done
+    assert os.readlink(co / ".agents/memory/extra.txt") == w.src("extra.txt")
+
+
+def test_U2_the_check_remedy_of_an_explicit_checkout_names_it(w):
+    _world(w, paths=[])
+    r = run(["--workspace", w.ws, "sync", "project", "demo", ".", "--check",
+             "--no-register"], w.home, cwd=w.co)
+    assert r.rc == 7, r
+    last = r.out.splitlines()[-1]
+    argv = shlex.split(last[last.index("aikito"):])
+    done = _paste(w, argv, w.co)
+    assert done.rc == 0, done
+    assert os.readlink(w.rt("style.md")) == w.src("style.md")
+    assert str(w.co) not in w.toml.read_text()  # --no-register was kept
 
 
 @pytest.mark.parametrize("where", ["checkout", "home"])
@@ -416,6 +460,20 @@ def test_U3_check_with_changes_pending_ends_with_the_command_that_applies_them(w
     assert r.rc == 7, r
     last = r.out.splitlines()[-1]
     assert re.search(r"aikito( --workspace \S+)? sync project demo$", last), last
+
+
+@pytest.mark.parametrize("where", ["checkout", "workspace"])
+def test_U3_bare_sync_check_with_changes_pending_ends_with_the_command(w, where):
+    _world(w)
+    cwd = w.co if where == "checkout" else w.ws
+    r = run(["--workspace", w.ws, "sync", "--check"], w.home, cwd=cwd)
+    assert r.rc == 7, r
+    last = r.out.splitlines()[-1]
+    argv = shlex.split(last[last.index("aikito"):])
+    assert argv[-1] == "sync", last
+    done = _paste(w, argv, cwd)
+    assert done.rc == 0, done
+    assert run(["--workspace", w.ws, "sync", "--check"], w.home, cwd=cwd).rc == 0
 
 
 @pytest.mark.parametrize(("state", "code"), [
