@@ -249,6 +249,19 @@ def test_G2_a_deselected_owned_link_is_unlinked_foreign_entries_warned_and_kept(
     assert doc["segments"]["skills"]["success"] is True
 
 
+def test_G2_a_deselected_link_is_unlinked_even_when_its_skill_is_gone(w):
+    _world(w, skills=("alpha", "beta"))
+    assert w.sync().rc == 0
+    (w.ws / "skills/beta/SKILL.md").unlink()
+    (w.ws / "skills/beta").rmdir()
+    w.agent(memory=["style.md"], extra="skills = []\n")
+    r, doc = w.jsync()
+    assert r.rc == 0, r
+    assert sorted(o["target"] for o in ops(doc, "UNLINK")) == [
+        str(w.co / ".agents/skills" / s) for s in ("alpha", "beta")]
+    assert not os.path.lexists(w.co / ".agents/skills/beta")
+
+
 @pytest.mark.parametrize("what", ["file", "link"])
 def test_G2_agents_skills_not_a_real_directory_blocks_the_skills_segment(w, what):
     _world(w)
@@ -476,6 +489,24 @@ def test_G4_detected_through_a_path_under_the_home_directory(w):
     assert os.readlink(w.co / ".claude/CLAUDE.md") == _agents_md(w)
 
 
+@pytest.mark.parametrize("what", ["not executable", "a directory"])
+def test_G4_a_command_on_PATH_must_be_an_executable(w, what):
+    _world(w)
+    _agent(w, "claude", ".claude/CLAUDE.md", commands=[FAKE])
+    bin_dir = w.tmp / "bin"
+    bin_dir.mkdir()
+    if what == "a directory":
+        (bin_dir / FAKE).mkdir()
+    else:
+        (bin_dir / FAKE).write_text("#!/bin/sh\nexit 0\n")
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    r, doc = w.jsync(extra_env=env)
+    assert r.rc == 0, r
+    (op,) = op_for(doc, w.co / ".claude/CLAUDE.md")
+    assert op["action"] == "SKIP" and "agent not detected" in op["reason"]
+    assert not (w.co / ".claude").exists()
+
+
 def test_G4_an_agent_without_a_detect_table_is_not_detected(w):
     _world(w)
     w.builder.add_agent("claude", '[agents.claude]\nproject_instruction_path = "x/CLAUDE.md"\n')
@@ -552,6 +583,14 @@ def test_G4_an_empty_or_absent_source_unlinks_its_owned_links(w, source):
     # … and with nothing there, nothing at all.
     r, doc = w.jsync()
     assert r.rc == 0 and _seg(doc, "instructions") == [], r
+
+
+@pytest.mark.parametrize("text", ["\f\n", "\v", "\u00a0\n", "\u2003"])
+def test_G4_white_space_is_space_tab_cr_lf_only(w, text):
+    _world(w, agents_md=text)
+    r, doc = w.jsync()
+    assert r.rc == 0, r
+    assert _acts(doc, "instructions") == [("CREATE", str(w.co / "AGENTS.md"))]
 
 
 def test_G4_an_empty_source_leaves_the_users_file_alone(w):
@@ -712,6 +751,21 @@ def test_G6_every_segment_is_always_present_even_when_nothing_is_configured(w):
     assert r.rc == 0, r
     _check_segments(doc)
     assert {doc["segments"][n]["outcome"] for n in SEGMENTS} == {"unchanged"}
+
+
+def test_G6_a_segment_with_only_a_finding_is_active(w):
+    w.mem("style.md")
+    w.agent(memory=["style.md"])
+    (w.ws / "agents").mkdir()
+    (w.co / ".agents/skills").mkdir(parents=True)
+    (w.co / ".agents/skills/junk").write_text("mine\n")
+    r, doc = w.jsync()
+    assert r.rc == 0, r
+    _check_segments(doc)
+    assert _seg(doc, "skills") == []
+    assert [f["path"] for f in doc["findings"]] == [str(w.co / ".agents/skills/junk")]
+    assert doc["segments"]["skills"]["active"] is True
+    assert doc["segments"]["instructions"]["active"] is False
 
 
 def test_G6_operations_are_ordered_by_segment_then_checkout_then_target(w):
@@ -884,6 +938,13 @@ def test_G7_a_registry_edit_changing_a_target_is_stale(w):
     _world(w)
     _agent(w, "claude", "CLAUDE.md")
     _stale_after(w, lambda: _agent(w, "claude", "CLAUDE2.md"))
+
+
+def test_G7_a_registry_edit_changing_a_detection_is_stale(w):
+    _world(w)
+    _agent(w, "claude", ".claude/CLAUDE.md", paths=[".claude"])
+    (w.home / ".seen").mkdir()
+    _stale_after(w, lambda: _agent(w, "claude", ".claude/CLAUDE.md", paths=[".seen"]))
 
 
 def test_G7_a_target_tampered_with_between_plan_and_execute_is_stale(w):
