@@ -343,6 +343,8 @@ def apply_command(plan: Plan, display: Display) -> str:
         labels = {c.label for c in plan.checkouts}
         if plan.register is None and labels == {"explicit"}:
             words.append("--no-register")
+    if plan.moved_from is not None:  # without it the relinks are conflicts ([L4])
+        words += ["--moved-from", quote(plan.moved_from)]
     return paths.text(" ".join(words))
 
 

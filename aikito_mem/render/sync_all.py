@@ -126,12 +126,18 @@ def text(report: SyncAllReport, display: Display) -> tuple[list[str], list[str]]
 
 
 def _apply_command(report: SyncAllReport, display: Display) -> str:
-    """``aikito sync``, with the ``--workspace`` it was given, pasteable where it ran."""
+    """``aikito sync`` (and the ``--moved-from`` it was given), with the ``--workspace`` it
+    was given, pasteable where it ran."""
+    from shlex import quote
+
     from aikito_mem.render.paths import Paths
 
     paths = Paths(report.workspace, cwd=display.cwd, home=display.home,
                   named=report.workspace_source == "option", program=display.program)
-    return paths.text("aikito sync")
+    moved = {p.plan.moved_from for p in report.projects
+             if p.plan is not None and p.plan.moved_from is not None}
+    words = ["aikito", "sync", *(f"--moved-from {quote(m)}" for m in sorted(moved))]
+    return paths.text(" ".join(words))
 
 
 def render(report: SyncAllReport, display: Display) -> Output:

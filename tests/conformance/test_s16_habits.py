@@ -476,6 +476,45 @@ def test_U3_bare_sync_check_with_changes_pending_ends_with_the_command(w, where)
     assert run(["--workspace", w.ws, "sync", "--check"], w.home, cwd=cwd).rc == 0
 
 
+@pytest.mark.parametrize("command", [("sync", "project", "demo"), ("sync",)])
+def test_U3_the_check_command_of_a_moved_workspace_applies_the_relinks(w, command):
+    _world(w)
+    assert w.sync().rc == 0
+    new = w.tmp / "moved"
+    os.rename(w.ws, new)
+    check = run(["--workspace", new, *command, "--moved-from", w.ws, "--check"], w.home,
+                cwd=w.tmp)
+    assert check.rc == 7, check
+    last = check.out.splitlines()[-1]
+    argv = shlex.split(last[last.index("aikito"):])
+    done = _paste(w, argv, w.tmp)
+    assert done.rc == 0, (argv, done)
+    assert os.readlink(w.co / ".agents/memory/style.md") == str(new / "memory/style.md")
+    assert os.readlink(w.co / "AGENTS.md") == str(new / "projects/demo/AGENTS.md")
+
+
+@pytest.mark.parametrize("where", ["above", "inside the old place"])
+def test_U2_the_moved_from_remedy_works_pasted_where_it_was_printed(w, where):
+    _world(w)
+    assert w.sync().rc == 0
+    new = w.tmp / "moved"
+    os.rename(w.ws, new)
+    cwd = w.tmp
+    if where != "above":
+        cwd = w.ws  # a new directory where the workspace was
+        cwd.mkdir()
+    r = run(["--workspace", new, "sync", "project", "demo"], w.home, cwd=cwd)
+    assert r.rc == 1, r
+    flat = " ".join(unwrapped(r.out).split())
+    commands = set(re.findall(r"aikito (?:--workspace \S+ )?sync --moved-from [^\s()]+", flat))
+    assert len(commands) == 1, r.out
+    (command,) = commands
+    argv = shlex.split(command)
+    done = _paste(w, argv, cwd)
+    assert done.rc == 0, (argv, done)
+    assert os.readlink(w.co / ".agents/memory/style.md") == str(new / "memory/style.md")
+
+
 @pytest.mark.parametrize(("state", "code"), [
     ("in sync", 0), ("pending", 7), ("blocked", 1), ("misconfigured", 4)])
 def test_U3_status_uses_the_codes_of_sync_check(w, state, code):
