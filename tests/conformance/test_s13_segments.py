@@ -18,6 +18,7 @@ from tests.conformance._support import (
     W,
     assert_config_error,
     assert_schema,
+    hold_lock,
     op_for,
     ops,
     save_plan,
@@ -766,6 +767,40 @@ def test_G6_a_segment_with_only_a_finding_is_active(w):
     assert [f["path"] for f in doc["findings"]] == [str(w.co / ".agents/skills/junk")]
     assert doc["segments"]["skills"]["active"] is True
     assert doc["segments"]["instructions"]["active"] is False
+
+
+@pytest.mark.parametrize("how", ["config error", "stale", "busy", "blocked"])
+def test_G6_the_three_segments_are_present_whatever_the_outcome(w, how):
+    _world(w)
+    if how == "config error":
+        w.toml.unlink()
+        r, doc = w.jsync()
+        expected = (4, "config_error")
+    elif how == "stale":
+        plan = save_plan(w)
+        (w.co / "AGENTS.md").write_text("appeared\n")
+        r = w.cli("apply", plan, "--json")
+        doc = r.json
+        expected = (3, "stale")
+    elif how == "busy":
+        fd = hold_lock(w.co)
+        try:
+            r, doc = w.jsync("--lock-timeout", "0")
+        finally:
+            os.close(fd)
+        expected = (6, "busy")
+    else:
+        (w.co / "AGENTS.md").write_text("mine\n")
+        r, doc = w.jsync()
+        expected = (1, "blocked")
+    assert (r.rc, doc["outcome"]) == expected, r
+    assert_schema(doc, expected[0])
+    assert list(doc["segments"]) == list(SEGMENTS)
+    for name in SEGMENTS:
+        seg = doc["segments"][name]
+        assert set(seg) >= {"active", "success", "outcome", "summary"}, seg
+        assert set(seg["summary"]) >= set(SUMMARY_KEYS)
+    assert not os.path.lexists(w.rt("style.md")) or how == "blocked"
 
 
 def test_G6_operations_are_ordered_by_segment_then_checkout_then_target(w):

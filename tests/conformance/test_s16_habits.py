@@ -70,6 +70,16 @@ def test_U1_options_before_project_mean_the_same_byte_for_byte(w, options):
     assert before.out
 
 
+def test_U1_options_before_project_with_the_name_omitted(w):
+    _world(w)
+    before = w.cli("sync", "--dry-run", "--json", "-v", "project", cwd=w.co)
+    after = w.cli("sync", "project", "--dry-run", "--json", "-v", cwd=w.co)
+    dotted = w.cli("sync", "--dry-run", "--json", "-v", "project", ".", cwd=w.co)
+    assert before.rc == after.rc == dotted.rc == 0, (before, after)
+    assert before.out == after.out == dotted.out
+    assert before.json["project"] == "demo"
+
+
 def test_U1_options_before_project_in_a_real_run(w):
     _world(w)
     first = w.cli("sync", "-v", "--json", "project", "demo")
