@@ -213,12 +213,7 @@ def test_U2_every_line_of_every_report_fits_the_width(w, width):
             assert _too_wide(r.err, width) == [], (argv, r.err)
 
 
-AGENTS_WIDTH = pytest.mark.xfail(strict=True, reason=(
-    "`aikito agents` and `aikito agents add` print at 100 columns whatever COLUMNS says: "
-    "the command builds its Display without the output width ([U2])"))
-
-
-@pytest.mark.parametrize("width", [pytest.param(60, marks=AGENTS_WIDTH), 100])
+@pytest.mark.parametrize("width", [60, 100])
 def test_U2_the_agents_catalogue_fits_the_width(w, width):
     _busy_world(w)
     r = _ws_cli(w, "agents", extra_env={"COLUMNS": str(width)})
@@ -231,12 +226,7 @@ def test_U2_the_agents_catalogue_fits_the_width(w, width):
 HELP = [(), ("sync",), ("sync", "project"), ("apply",), ("clean",), ("hook",),
         ("hook", "install"), ("agents",), ("agents", "add"), ("init",),
         ("init", "project"), ("status",), ("doctor",), ("adopt",)]
-NARROW_HELP = pytest.mark.xfail(strict=True, reason=(
-    "at COLUMNS=60 the verbatim blocks of --help (examples, NAME/PATH, exit codes) are "
-    "printed unwrapped, up to 92 columns wide ([U2]: help fits the width)"))
-
-
-@pytest.mark.parametrize("width", [pytest.param(60, marks=NARROW_HELP), 100])
+@pytest.mark.parametrize("width", [60, 100])
 def test_U2_every_line_of_help_fits_the_width(w, width):
     wide = {}
     for argv in HELP:
