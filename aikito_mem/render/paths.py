@@ -35,9 +35,8 @@ def _under(path: str, base: str) -> str | None:
 # A command of this tool a remedy names: ``aikito adopt …``, ``aikito sync …``.  The
 # patterns of this module are compiled (and cached by ``re``) on first use ([§12]).
 _COMMAND = r"(\baikito )(adopt|sync|clean|apply|init|doctor|status)\b"
-# A base only where a path starts: not in the middle of another path; never the OLD of
-# ``--moved-from OLD``, which must stay absolute to be accepted when pasted ([U2], [L4]).
-_START = r"(?<![^\s'\"(\[=,:;`])(?<!--moved-from )"
+# A base only where a path starts: not in the middle of another path.
+_START = r"(?<![^\s'\"(\[=,:;`])"
 
 
 # An option whose value must be an absolute path ([L4]: ``--moved-from OLD``): pasted
