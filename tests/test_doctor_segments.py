@@ -89,3 +89,44 @@ def test_the_registry_is_loaded_as_a_sync_loads_it(tmp_path):
         assert code == 1 and doc["exit_code"] == 1
         assert error["status"] == "error" and error["path"] == str(broken)
         assert sync_doc["error"]["message"] in error["message"]
+
+
+def test_a_merge_conflicted_agent_toml_names_its_markers_beside_the_parse_error(
+        tmp_path, monkeypatch):
+    # [G5] A conflicted agent.toml never parses; doctor still names the markers (the
+    # cause) beside the project.config parse error (what a sync reports, exit 4).
+    ws, co = world(tmp_path)
+    config = ws / "projects" / "demo" / "agent.toml"
+    config.write_text(f'paths = ["{co}"]\n' + GROUP + "memory = []\n" + GROUP)
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(cli, ["--workspace", str(ws), "doctor"],
+                             env={"COLUMNS": "400"}, catch_exceptions=False)
+    assert res.exit_code == 1
+    lines = res.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if "project.config" in line)
+    assert lines[start:start + 4] == [
+        f"error    project.config    {config}:2:1: invalid TOML: Invalid statement — fix "
+        "the syntax at that position (see https://toml.io)",
+        "                           remedy: resolve the merge conflict in "
+        "ws/projects/demo/agent.toml and remove its markers (git.conflict_markers)",
+        f"error    git.conflict_markers demo: {config} holds git conflict markers (groups "
+        "starting at lines 2, 8); it is not valid TOML, so every sync of demo fails "
+        "(exit 4)",
+        "                           remedy: resolve the merge conflict in that file and "
+        "remove the markers",
+    ]
+    assert [c for c in doctor(ws)["checks"] if c["id"] == "git.conflict_markers"] == [{
+        "id": "git.conflict_markers", "status": "error",
+        "message": f"demo: {config} holds git conflict markers (groups starting at lines "
+                   "2, 8); it is not valid TOML, so every sync of demo fails (exit 4)",
+        "remedy": "resolve the merge conflict in that file and remove the markers",
+        "path": str(config), "project": "demo"}]
+
+
+def test_an_agent_toml_that_does_not_parse_without_markers_has_no_marker_check(tmp_path):
+    ws, _ = world(tmp_path)
+    config = ws / "projects" / "demo" / "agent.toml"
+    config.write_text("<<<<<<< HEAD\nmemory = []\n")  # no complete group
+    (check,) = ids(doctor(ws), "project.config")
+    assert check["remedy"] == f"fix {config} as the message says"
+    assert ids(doctor(ws), "git.conflict_markers") == []

@@ -669,14 +669,7 @@ def test_G5_status_and_doctor_warn_of_a_checkout_two_projects_register(w):
         assert "demo" in text and "other" in text and str(w.co) in text, (cmd, text)
 
 
-MARKERS_IN_AGENT_TOML = pytest.mark.xfail(strict=True, reason=(
-    "doctor scans agent.toml for markers only after it parses; a merge-conflicted "
-    "agent.toml is invalid TOML, reported as 'invalid TOML: Invalid statement' and the "
-    "markers are never named ([G5])"))
-
-
-@pytest.mark.parametrize("where", [pytest.param("agent.toml", marks=MARKERS_IN_AGENT_TOML),
-                                   "AGENTS.md", "skill", "memory"])
+@pytest.mark.parametrize("where", ["agent.toml", "AGENTS.md", "skill", "memory"])
 def test_G5_doctor_reports_git_conflict_markers(w, where):
     _world(w)
     marked = "<<<<<<< ours\nmine\n=======\ntheirs\n>>>>>>> theirs\n"

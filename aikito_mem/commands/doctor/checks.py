@@ -425,10 +425,9 @@ def _configs(root: str, names: Iterable[str], environ: Mapping[str, str] | None,
         except InterruptedError_:
             raise
         except AikitoError as exc:
-            checks.append(Check("project.config", ERROR, exc.message,
-                                remedy=f"fix {quote(exc.path or 'agent.toml')} as the message says",
-                                path=exc.path,
-                                project=name))
+            from aikito_mem.commands.doctor.segments import unloadable_config_checks
+
+            checks.extend(unloadable_config_checks(root, name, exc))
     return configs
 
 

@@ -11,12 +11,15 @@ what agents read, and one checkout registered by two projects.
   group at column 0 in a project's ``agent.toml``, its ``AGENTS.md``, its selected skills'
   files or its referenced memory files
   (:mod:`aikito_mem.commands.doctor.markers`; a sync never reads sources, doctor may).
+  A merge-conflicted ``agent.toml`` does not parse: its markers are reported beside the
+  ``project.config`` parse error (:func:`unloadable_config_checks`).
 - ``checkout.shared`` (warning): one active checkout listed by two projects — their syncs
   would unlink each other's links, since ownership is by the link's literal.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -48,6 +51,17 @@ def registry_check(ws_root: str) -> Check | None:
                  f"instruction targets {targets}", path=directory)
 
 
+def _marker_check(project: str, marked: Any, consequence: str) -> Check:
+    lines = ", ".join(str(n) for n in marked.lines)
+    groups = (f"a group starting at line {lines}" if len(marked.lines) == 1
+              else f"groups starting at lines {lines}")
+    return Check("git.conflict_markers", Severity.ERROR,
+                 f"{project}: {marked.path} holds git conflict markers ({groups}); "
+                 f"{consequence}",
+                 remedy="resolve the merge conflict in that file and remove the markers",
+                 path=marked.path, project=project)
+
+
 def conflict_marker_checks(configs: Iterable[Any], ws_root: str) -> list[Check]:
     from aikito_mem.commands.doctor.markers import scan
 
@@ -56,14 +70,33 @@ def conflict_marker_checks(configs: Iterable[Any], ws_root: str) -> list[Check]:
         roots = [config.config_path, instructions_source(ws_root, config.name)]
         roots += [skill_source(ws_root, name) for name in config.skills]
         roots += [memory_source(ws_root, ref) for ref in config.memory]
-        for marked in scan(roots):
-            lines = ", ".join(str(n) for n in marked.lines)
-            checks.append(Check(
-                "git.conflict_markers", Severity.ERROR,
-                f"{config.name}: {marked.path} holds git conflict markers (a group starting "
-                f"at line {lines}); agents would read both sides of the merge",
-                remedy="resolve the merge conflict in that file and remove the markers",
-                path=marked.path, project=config.name))
+        checks.extend(_marker_check(config.name, marked,
+                                    "agents would read both sides of the merge")
+                      for marked in scan(roots))
+    return checks
+
+
+def unloadable_config_checks(ws_root: str, name: str, exc: Any) -> list[Check]:
+    """The checks of a project whose ``agent.toml`` does not load: ``project.config``
+    (error) with the loader's message, and, when the file holds conflict markers — a
+    merge-conflicted ``agent.toml`` is never valid TOML — ``git.conflict_markers`` beside
+    it, naming the lines: the markers are the cause, the parse error what a sync
+    reports ([G5])."""
+    from shlex import quote
+
+    from aikito_mem.commands.doctor.markers import scan
+    from aikito_mem.layout import CONFIG_NAME, project_dir
+
+    config_path = os.path.join(project_dir(ws_root, name), CONFIG_NAME)
+    marked = scan([config_path])
+    shown = quote(exc.path or config_path)
+    remedy = (f"resolve the merge conflict in {shown} and remove its markers "
+              "(git.conflict_markers)" if marked
+              else f"fix {shown} as the message says")
+    checks = [Check("project.config", Severity.ERROR, exc.message, remedy=remedy,
+                    path=exc.path, project=name)]
+    checks.extend(_marker_check(name, m, f"it is not valid TOML, so every sync of {name} "
+                                "fails (exit 4)") for m in marked)
     return checks
 
 
