@@ -21,7 +21,12 @@ from aikito_mem.config.discovery import (
     resolve_workspace,
 )
 from aikito_mem.config.projects import load_project_config, read_config_bytes
-from aikito_mem.errors import ConfigError, ConflictError, ProjectPrepareConflictError
+from aikito_mem.errors import (
+    ConfigError,
+    ConflictError,
+    NoProjectHereError,
+    ProjectPrepareConflictError,
+)
 from aikito_mem.executor.execute import execute, planned_result
 from aikito_mem.executor.lock import DEFAULT_TIMEOUT, Locks, check_timeout
 from aikito_mem.fsutil import sha256_hex
@@ -189,10 +194,10 @@ class Project:
         broken = search.broken
         skipped = f" (projects with a broken agent.toml: {', '.join(broken)})" if broken else ""
         if not found:
-            raise ConfigError(
+            raise NoProjectHereError(
                 f"no project of workspace {ws.root} has an active checkout containing {here}"
                 f"{skipped} — name the project: aikito sync project NAME",
-                code="config.project_not_found", path=here,
+                directory=here, workspace=ws.root, broken=tuple(broken),
             )
         listing = ", ".join(f"{n} ({p})" for n, p in found)
         raise ConfigError(

@@ -66,6 +66,21 @@ class ProjectNotFoundError(ConfigError):
         self.project = project
 
 
+class NoProjectHereError(ConfigError):
+    """No project of the workspace has an active checkout holding ``directory`` (NAME
+    omitted or ``.``; exit 4 — or, with ``--skip-without-workspace``, a notice, [U4])."""
+
+    def __init__(self, message: str, *, directory: str, workspace: str,
+                 broken: tuple[str, ...] = ()) -> None:
+        super().__init__(message, code="config.project_not_found", path=directory)
+        #: The physical directory no checkout holds.
+        self.directory = directory
+        #: The workspace root that was searched.
+        self.workspace = workspace
+        #: The projects whose ``agent.toml`` did not load (one may list ``directory``).
+        self.broken = broken
+
+
 class PlanFileError(ConfigError):
     """A saved plan that is truncated, edited, of another version or workspace (exit 4)."""
 

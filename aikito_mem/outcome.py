@@ -25,6 +25,7 @@ from aikito_mem.errors import (
     AikitoError,
     ConflictError,
     InterruptedError_,
+    NoProjectHereError,
     Outcome,
     exit_code_for,
 )
@@ -57,7 +58,8 @@ class SyncReport(Value):
     result: SyncResult | None = None
     #: The error the command ended with (its message goes to stderr).
     error: AikitoError | None = None
-    #: Findings of a run that made no plan: ``sync.no_workspace`` ([U4]).
+    #: Findings of a run that made no plan: ``sync.no_workspace``, ``sync.no_project``
+    #: ([U4]).
     findings: tuple[Finding, ...] = ()
 
 
@@ -77,6 +79,18 @@ def no_workspace_report(error: AikitoError, *, dry_run: bool, shown: str) -> Syn
     return SyncReport(None, None, dry_run, Outcome.UNCHANGED, EXIT_OK,
                       findings=(Finding("sync.no_workspace", "info", message,
                                         error.path),))
+
+
+def no_project_report(error: NoProjectHereError, *, dry_run: bool, shown: str
+                      ) -> SyncReport:
+    """[U4] (``--skip-without-workspace``, the pre-commit hook): a workspace none of whose
+    projects has this checkout is nothing to check either — a teammate's workspace need
+    not list every repository — ``unchanged``, exit 0, one ``sync.no_project`` notice
+    naming the workspace as ``shown``."""
+    message = f"no project of the workspace {shown} has this checkout: nothing to check"
+    return SyncReport(None, error.workspace, dry_run, Outcome.UNCHANGED, EXIT_OK,
+                      findings=(Finding("sync.no_project", "info", message,
+                                        error.directory),))
 
 
 def dry_run_report(plan: Plan, *, check: bool = False) -> SyncReport:

@@ -370,6 +370,76 @@ def test_skip_without_workspace_keeps_every_other_error(ws: WS, tmp_path: Path) 
     assert relative.exit_code == 4 and "is not an absolute path" in relative.stderr
 
 
+def test_the_pre_commit_hook_passes_where_no_project_lists_the_checkout(ws: WS) -> None:
+    """[U4]: a teammate whose workspace has no project listing this repository commits:
+    exit 0, one line of notice naming the workspace (as ``~/``: it is below HOME)."""
+    ws.write_config("other", memory=[])
+    repo = ws.base / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    _install_hook(repo)
+    env = child_env(ws.base, AIKITO_DIR=ws.root, PATH=f"{VENV_BIN}:{os.environ['PATH']}",
+                    GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+                    GIT_COMMITTER_EMAIL="t@t")
+    before = snapshot(ws.root)
+    done = _commit(repo, env)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ("notice: no project of the workspace ~/ws has this checkout: "
+                           "nothing to check\n")
+    assert snapshot(ws.root) == before  # nothing registered, nothing written
+
+
+def test_skip_without_workspace_where_no_project_lists_the_checkout(
+        ws: WS, monkeypatch: pytest.MonkeyPatch) -> None:
+    """[U4] with --json: one document, outcome unchanged, exit 0, one sync.no_project
+    finding; without the flag the same run is the configuration error it always was."""
+    ws.write_config("other", memory=[])
+    here = ws.base / "repo"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    argv = ["sync", "project", ".", ".", "--check", "--no-register"]
+    res = run(ws, *argv, "--skip-without-workspace", "--json")
+    doc = one_json(res.stdout)
+    assert (res.exit_code, doc["outcome"], doc["exit_code"], doc["error"]) == (
+        0, "unchanged", 0, None)
+    assert (doc["project"], doc["workspace"]) == (None, ws.root)
+    assert doc["findings"] == [{
+        "code": "sync.no_project", "severity": "info",
+        "message": f"no project of the workspace {ws.root} has this checkout: nothing "
+                   "to check", "path": str(here)}]
+    text = run(ws, *argv, "--skip-without-workspace", columns="200")
+    assert (text.exit_code, text.stdout, text.stderr) == (
+        0, f"notice: no project of the workspace {ws.root} has this checkout: nothing "
+           "to check\n", "")
+    without = run(ws, *argv, columns="1000")
+    assert (without.exit_code, without.stdout) == (4, "")
+    assert without.stderr == (
+        f"aikito: no project of workspace {ws.root} has an active checkout containing "
+        f"{here} — name the project: aikito sync project NAME\n")
+    doc = one_json(run(ws, *argv, "--json").stdout)
+    assert (doc["outcome"], doc["exit_code"], doc["error"]["code"]) == (
+        "config_error", 4, "config.project_not_found")
+
+
+def test_skip_without_workspace_never_skips_what_might_list_the_checkout(
+        ws: WS, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A project whose agent.toml does not load might be the one that lists this
+    checkout: that is exit 4 even with the flag; so is a directory two projects hold,
+    and a project named that does not hold it is checked as ever."""
+    here = Path(ws.checkout("repo"))
+    monkeypatch.chdir(here)
+    argv = ["sync", "project", ".", ".", "--check", "--skip-without-workspace"]
+    ws.write_config("broken", raw="memory = [\n")
+    res = run(ws, *argv, columns="300")
+    assert res.exit_code == 4
+    assert "(projects with a broken agent.toml: broken)" in res.stderr
+    os.unlink(f"{ws.root}/projects/broken/agent.toml")
+    ws.write_config("a", memory=[], paths=[str(here)])
+    ws.write_config("b", memory=[], paths=[str(here)])
+    res = run(ws, *argv, columns="300")
+    assert res.exit_code == 4 and "inside checkouts of several projects" in res.stderr
+
+
 # ----------------------------------------------------------- words that say what happened
 
 

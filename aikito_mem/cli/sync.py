@@ -24,7 +24,7 @@ from aikito_mem.cli.options import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from aikito_mem.api import Project
-    from aikito_mem.errors import AikitoError, InterruptedError_
+    from aikito_mem.errors import AikitoError, InterruptedError_, NoProjectHereError
     from aikito_mem.outcome import SyncReport
     from aikito_mem.render.text import Display, Output
 
@@ -238,7 +238,8 @@ Examples:
               help="With --dry-run: save the frozen plan for `aikito apply PLANFILE`.")
 @click.option("--skip-without-workspace", is_flag=True,
               help="No workspace on this machine (none configured, or the configured one "
-                   "missing): say so in one line and exit 0 (the pre-commit hook).")
+                   "missing), or, with NAME omitted or '.', no project of it has this "
+                   "checkout: say so in one line and exit 0 (the pre-commit hook).")
 @moved_from_option
 @lock_timeout_option
 @verbose_option
@@ -276,17 +277,27 @@ def sync_project(
     if verbose and quiet:
         raise click.UsageError("-v and -q cannot be combined")
     view = SyncView(display_for(as_json, color, verbose=verbose, quiet=quiet), dry_run=dry)
+    from aikito_mem.errors import NoProjectHereError
+
     with error_handler(view) as handler:
         if skip_without_workspace:
             skipped = _no_workspace(view, workspace_of(ctx), dry_run=dry)
             if skipped is not None:
                 handler.finish(skipped)
-        if dry:
-            handler.finish(_dry_run(view, workspace_of(ctx), name, path, check=check,
-                                    register=not no_register, out=out,
-                                    moved_from=moved_from))
-        handler.finish(_sync(view, workspace_of(ctx), name, path, register=not no_register,
-                             lock_timeout=lock_timeout, moved_from=moved_from))
+        try:
+            if dry:
+                handler.finish(_dry_run(view, workspace_of(ctx), name, path, check=check,
+                                        register=not no_register, out=out,
+                                        moved_from=moved_from))
+            handler.finish(_sync(view, workspace_of(ctx), name, path,
+                                 register=not no_register, lock_timeout=lock_timeout,
+                                 moved_from=moved_from))
+        except NoProjectHereError as exc:
+            # [U4]: a workspace that does not list this checkout has nothing to check
+            # here — unless a broken agent.toml might be the one that lists it.
+            if not skip_without_workspace or exc.broken:
+                raise
+            handler.finish(_no_project(view, exc, dry_run=dry))
 
 
 def _no_workspace(view: SyncView, workspace: str | None, *, dry_run: bool
@@ -306,6 +317,15 @@ def _no_workspace(view: SyncView, workspace: str | None, *, dry_run: bool
         where = Paths(None, cwd=view.display.cwd, home=view.display.home)
         return no_workspace_report(exc, dry_run=dry_run, shown=where.text(exc.path or "?"))
     return None
+
+
+def _no_project(view: SyncView, exc: NoProjectHereError, *, dry_run: bool) -> SyncReport:
+    from aikito_mem.outcome import no_project_report
+    from aikito_mem.render.paths import Paths
+
+    where = Paths(None, cwd=view.display.cwd, home=view.display.home)
+    view.project, view.workspace = None, exc.workspace
+    return no_project_report(exc, dry_run=dry_run, shown=where.text(exc.workspace))
 
 
 def _project(view: SyncView, workspace: str | None, name: str | None) -> Project:
