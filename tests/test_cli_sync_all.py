@@ -255,3 +255,34 @@ def test_a_plain_sync_of_every_project_does_not_load_tomlkit(three: WS) -> None:
     imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()
                 if line.startswith("import time:")}
     assert "tomlkit" not in imported and "yaml" not in imported
+
+
+def test_the_total_line_counts_projects_not_synced_apart(ws: WS) -> None:
+    """[U3]: a project whose every checkout is offline (or that has none) says
+    ``not synced`` on its line, and the total line counts it so, never ``in sync``."""
+    ws.add_file("a.md", "a")
+    ws.write_config("alpha", memory=["a.md"], paths=[ws.checkout("alpha")])
+    ws.write_config("demo", memory=["a.md"], paths=[f"{ws.base}/off1", f"{ws.base}/off2"])
+    assert run(ws).exit_code == 0
+    for args in ((), ("--dry-run",), ("--check",)):
+        res = run(ws, *args)
+        assert res.exit_code == 0, args
+        assert shown(ws, res.stdout) == [
+            "alpha: in sync (1 checkout)",
+            "demo: not synced (2 checkouts, all offline)",
+            f"warning: nothing {'would be' if args else 'was'} synced: every checkout is "
+            "offline (project demo, all 2 of its checkouts) — plug in or clone a checkout, "
+            "then sync again",
+            "sync: 2 projects: 1 in sync, 1 not synced (every checkout offline)",
+        ], args
+    # Coloured yellow as the project's own line, not the green of a success.
+    coloured = run(ws, "--color").stdout.splitlines()
+    assert coloured[1].startswith("\x1b[33m") and coloured[-1].startswith("\x1b[33m")
+    ws.write_config("empty", memory=["a.md"], paths=[])
+    ws.write_config("zeta", memory=["a.md"], paths=[ws.checkout("zeta")])
+    res = run(ws, "-v")
+    assert shown(ws, res.stdout)[-1] == (
+        "sync: 4 projects: 1 applied, 1 in sync, 1 not synced (every checkout offline), "
+        "1 not synced (no checkout registered)")
+    doc = json.loads(run(ws, "--json").stdout)
+    assert doc["outcomes"] == {"unchanged": 4}  # the JSON keeps the outcome words

@@ -13,6 +13,7 @@ from typing import Any
 
 from aikito_mem.commands.sync_all import SyncAllReport
 from aikito_mem.errors import EXIT_PENDING, Outcome
+from aikito_mem.model import CheckoutState
 from aikito_mem.outcome import SyncReport
 from aikito_mem.render.sync import compact_lines, text_lines
 from aikito_mem.render.sync import document as sync_document
@@ -71,22 +72,42 @@ def _block(project: SyncReport, display: Display) -> tuple[list[str], bool]:
     return lines, False
 
 
+#: The words of a project with nothing to change, in the summary line's order: in sync,
+#: or not synced because no checkout could be (its own line says ``not synced``, [U3]).
+_IN_SYNC = "in sync"
+_QUIET_WORDS = (_IN_SYNC, "not synced (every checkout offline)",
+                "not synced (no checkout registered)")
+
+
 def _word(project: SyncReport) -> str:
     """What became of one project, in the words of the summary line: a project with
-    nothing to change is ``in sync``, whether the run was real or dry."""
+    nothing to change is ``in sync``, whether the run was real or dry — unless no
+    checkout of it could be synced (none registered, or every one offline), which is
+    counted apart, as its own line says ``not synced``."""
     plan = project.plan
     if (project.outcome in (Outcome.UNCHANGED, Outcome.PLANNED) and plan is not None
             and not plan.has_changes and not plan.blocked):
-        return "in sync"
+        if not plan.checkouts:
+            return _QUIET_WORDS[2]
+        if all(c.state is CheckoutState.OFFLINE for c in plan.checkouts):
+            return _QUIET_WORDS[1]
+        return _IN_SYNC
     return str(project.outcome).replace("_", " ")
 
 
+def _order(project: SyncReport) -> tuple[int, int]:
+    word = _word(project)
+    return _rank(str(project.outcome)), (_QUIET_WORDS.index(word) if word in _QUIET_WORDS
+                                         else 0)
+
+
 def summary_line(report: SyncAllReport) -> str:
-    """``sync: 3 projects: 1 applied, 1 in sync, 1 config error``."""
+    """``sync: 3 projects: 1 applied, 1 in sync, 1 config error`` (``1 not synced (every
+    checkout offline)`` beside them when a project could not be synced at all)."""
     if not report.projects:
         return "sync: no project in this workspace, nothing was synced"
     counts: dict[str, int] = {}
-    for project in sorted(report.projects, key=lambda p: _rank(str(p.outcome))):
+    for project in sorted(report.projects, key=_order):
         word = _word(project)
         counts[word] = counts.get(word, 0) + 1
     words = ", ".join(f"{n} {word}" for word, n in counts.items())
@@ -99,6 +120,8 @@ def text(report: SyncAllReport, display: Display) -> tuple[list[str], list[str]]
     blocks = [_block(project, display) for project in report.projects]
     worst = next((w for w in reversed(_ORDER) if w in outcome_counts(report)), None)
     colour = "yellow" if not report.projects else _COLOUR.get(worst or "")
+    if colour == "green" and any(_word(p) in _QUIET_WORDS[1:] for p in report.projects):
+        colour = "yellow"  # a project not synced at all is no success to colour green
     if blocks and report.error is None and all(one for _, one in blocks):
         # [U3]: nothing changed anywhere: a line per project and the total line.
         quiet = [line for block, _ in blocks for line in block]
