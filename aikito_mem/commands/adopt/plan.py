@@ -128,6 +128,17 @@ def _target(given: str) -> tuple[os.stat_result, EntryType]:
                        code="file_type", path=given)
 
 
+def _same_dir(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` are one directory by the kernel's identity ([H2]): the
+    checkout TARGET was named under is the one it physically is in — ``co/.claude`` a
+    symlink to another checkout's ``.claude`` ends with the same words, yet is not."""
+    try:
+        sa, sb = os.stat(a), os.stat(b)
+    except OSError:
+        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
 def predict_link(config: ProjectConfig, ws: Workspace, label: str, checkout: str, rel: str,
                  kind: EntryType, missing: tuple[str, ...], home: str
                  ) -> tuple[Operation, tuple[Operation, ...]]:
@@ -197,7 +208,8 @@ def validate(target: str, workspace: str | None = None, *, project: str | None =
     distinct.outside_workspace(physical, st, ws.root)  # [H2], before anything else
     config, label, checkout = _find_checkout(physical, ws.root, project, environ)
     in_checkout = physical[len(checkout.rstrip("/")) + 1:]
-    if not given.endswith(f"/{in_checkout}"):
+    if not given.endswith(f"/{in_checkout}") or not _same_dir(
+            given[:len(given) - len(in_checkout) - 1], checkout):
         raise AdoptRefused(
             f"{given} is reached through a symlink below the checkout (it is physically "
             f"{physical}); name the real path", code="through_symlink", path=given)

@@ -143,8 +143,10 @@ def _skill(found: Found, where: str, name: str, registry: Registry,
     refuse_tracked(found.checkout, found.rel, physical)
     ws = found.ws.root
     destination = layout.skill_source(ws, name)
-    # [H2]: a directory is the same object as another only through a mount or a symlink,
-    # both refused before (plan.validate); the identical-copy check compares two trees.
+    # [H2]: the identical-copy check compares two distinct trees — a mount or a symlink
+    # on TARGET's side was refused before (plan.validate); <ws>/skills/NAME a bind mount
+    # of TARGET (one directory, two names) is refused here, else its "copy" is removed.
+    distinct.distinct_from_destination(physical, found.st, destination)
     missing = missing_dirs(ws, f"{layout.SKILLS_ROOT}/{name}", destination)
     home = _home(environ)
     known = name in config.skills
