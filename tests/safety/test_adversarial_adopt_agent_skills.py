@@ -144,3 +144,159 @@ def test_a_workspace_skill_bind_mounted_from_target_is_the_same_object(
         refused(ws, target, "same_object", 4)
         assert snapshot(target) == before
     assert (target / "SKILL.md").read_text() == "# review\n"
+
+
+# ------------------------------------------------------------------ mounts, hard links
+
+
+@pytest.mark.parametrize("at", [".claude/skills", ".claude/skills/review/scripts"])
+def test_a_bind_mount_on_the_way_or_inside_name_is_unsafe(
+    world: tuple[WS, Path], at: str
+) -> None:
+    """A bind mount at ``.claude/skills`` or inside NAME: what is mounted may be anyone's
+    (exit 4, nothing changed)."""
+    from tests.helpers import mounts
+
+    ws, co = world
+    make_skill(co / ".claude/skills")
+    source = ws.base / "mounted"
+    (source / "review" / "scripts").mkdir(parents=True)
+    (source / "review" / "SKILL.md").write_text("# review\n")
+    mount_from = source if at == ".claude/skills" else source / "review" / "scripts"
+    with mounts.bind(mount_from, co / at):
+        refused(ws, co / ".claude/skills/review", "mount_point", 4)
+    assert (source / "review" / "SKILL.md").read_text() == "# review\n"
+
+
+def test_a_hard_linked_file_and_a_nested_symlink_move_as_they_are(
+    world: tuple[WS, Path]
+) -> None:
+    """A file of NAME hard-linked from outside, and a symlink in NAME to a file outside:
+    moved as they are (the same inode, the same literal); what is outside is untouched."""
+    ws, co = world
+    target = make_skill(co / ".claude/skills")
+    outside = ws.base / "outside"
+    outside.mkdir()
+    (outside / "shared.txt").write_text("shared\n")
+    (outside / "secret.txt").write_text("secret\n")
+    os.link(outside / "shared.txt", target / "shared.txt")
+    os.symlink(outside / "secret.txt", target / "secret")
+    ino = os.lstat(outside / "shared.txt").st_ino
+    kept = snapshot(outside / "secret.txt")
+    rc, doc = adopt_json(ws, target)
+    assert rc == 0 and doc["method"] == "rename", doc
+    moved = Path(ws.root, "skills/review")
+    assert os.lstat(moved / "shared.txt").st_ino == ino
+    assert (outside / "shared.txt").read_text() == "shared\n"
+    assert os.readlink(moved / "secret") == str(outside / "secret.txt")
+    assert snapshot(outside / "secret.txt") == kept
+    assert os.readlink(target) == str(moved)
+
+
+# ------------------------------------------------------------------ races and kills
+
+
+def _swap_before_move(monkeypatch: pytest.MonkeyPatch, target: Path, away: Path,
+                      put: Any) -> None:
+    """Just before adopt's move (after its last check, under the lock): NAME renamed to
+    ``away`` and ``put()`` makes something new at NAME — once."""
+    from aikito_mem.commands.adopt import treemove
+
+    real = treemove.move
+    done: list[bool] = []
+
+    def swapped(src: str, dst: str, *rest: Any) -> Any:
+        if not done:
+            done.append(True)
+            os.rename(target, away)
+            put()
+        return real(src, dst, *rest)
+
+    monkeypatch.setattr(treemove, "move", swapped)
+
+
+def test_name_swapped_for_a_symlink_before_the_move_loses_nothing(
+    world: tuple[WS, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NAME swapped for a symlink to the user's directory between the last check and the
+    move: the link is refused, the symlink moved back where it was, nothing listed; the
+    user's directory and the real NAME untouched."""
+    ws, co = world
+    target = make_skill(co / ".claude/skills")
+    mine = ws.base / "mine"
+    mine.mkdir()
+    (mine / "data.txt").write_text("mine\n")
+    away = ws.base / "away"
+    kept = snapshot(mine)
+    cfg = Path(ws.config_path("demo")).read_bytes()
+    _swap_before_move(monkeypatch, target, away, lambda: os.symlink(mine, target))
+    rc, doc = adopt_json(ws, target)
+    assert rc == 3 and doc["outcome"] == "stale", doc
+    assert os.readlink(target) == str(mine)
+    assert not os.path.lexists(f"{ws.root}/skills/review")
+    assert snapshot(mine) == kept and (away / "SKILL.md").read_text() == "# review\n"
+    assert Path(ws.config_path("demo")).read_bytes() == cfg
+
+
+@pytest.mark.xfail(strict=True, reason="the move renames by path: a directory swapped in "
+                   "after the last identity check is adopted in place of the one checked "
+                   "(its content exists once, in the workspace, linked back)")
+def test_name_swapped_for_another_directory_before_the_move_is_stale(
+    world: tuple[WS, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws, co = world
+    target = make_skill(co / ".claude/skills")
+    away = ws.base / "away"
+
+    def other() -> None:
+        target.mkdir()
+        (target / "other.txt").write_text("other\n")
+
+    _swap_before_move(monkeypatch, target, away, other)
+    rc, doc = adopt_json(ws, target)
+    assert (target / "other.txt").read_text() == "other\n"  # once, in one place or other
+    assert rc == 3 and doc["outcome"] == "stale", doc
+    assert not os.path.islink(target)
+
+
+KILL = ("import os, signal, sys\n"
+        "from aikito_mem.commands.adopt import run\n"
+        "def die(*a, **k):\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+        "setattr(run._Run, sys.argv[1], die)\n"
+        "from aikito_mem.cli import main\n"
+        "sys.argv[1:2] = []\n"
+        "main()\n")
+
+
+@pytest.mark.parametrize("step", ["register", "link"])
+def test_sigkill_mid_adopt_keeps_the_content_once_and_a_sync_converges(
+    world: tuple[WS, Path], step: str
+) -> None:
+    """SIGKILL just before the ``agent.toml`` edit, or just before the link: the skill's
+    content exists exactly once, complete, at ``<ws>/skills/NAME``; TARGET is absent
+    (never a half-moved tree).  Once ``review`` is listed (the kill before the link: it
+    is), a sync links it back: the checkout converges."""
+    import subprocess
+    import sys
+
+    ws, co = world
+    target = make_skill(co / ".claude/skills")
+    proc = subprocess.run([sys.executable, "-c", KILL, step, "--workspace", ws.root,
+                           "adopt", str(target)], capture_output=True, timeout=120)
+    assert proc.returncode == -9, proc.stderr
+    moved = Path(ws.root, "skills/review")
+    assert not os.path.lexists(target)
+    assert sorted(p.name for p in moved.rglob("*")) == ["SKILL.md", "run.sh", "scripts"]
+    assert (moved / "SKILL.md").read_text() == "# review\n"
+    listed = '"review"' in Path(ws.config_path("demo")).read_text()
+    assert listed is (step == "link")
+    if not listed:  # what the interrupted run's message says to do: add it, then sync
+        rc, doc = adopt_json(ws, target)
+        assert rc == 1 and doc["error"]["code"] == "adopt.missing", doc
+        ws.write_config("demo", raw=CONFIG.format(co=json.dumps(str(co))).replace(
+            '["base"]', '["base", "review"]'))
+    res = invoke("--workspace", ws.root, "sync", "project", "demo")
+    assert res.exit_code == 0, res.output
+    assert os.readlink(target) == str(moved)
+    assert sorted(p.name for p in moved.rglob("*")) == ["SKILL.md", "run.sh", "scripts"]
