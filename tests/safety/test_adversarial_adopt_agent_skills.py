@@ -300,3 +300,46 @@ def test_sigkill_mid_adopt_keeps_the_content_once_and_a_sync_converges(
     assert res.exit_code == 0, res.output
     assert os.readlink(target) == str(moved)
     assert sorted(p.name for p in moved.rglob("*")) == ["SKILL.md", "run.sh", "scripts"]
+
+
+# ------------------------------------------------------------------ registry files
+
+
+@pytest.mark.parametrize("skills_path", ["../skills", "/abs/skills", ".git/skills",
+                                         "a/.GIT/skills", ".Agents/skills"])
+def test_a_registry_path_out_of_the_checkout_or_into_git_is_a_configuration_error(
+    world: tuple[WS, Path], skills_path: str
+) -> None:
+    """``project_skills_path`` that leaves the checkout, is absolute, or names ``.git`` /
+    ``.agents`` in any case: adopt of a directory there is a configuration error naming
+    the registry file (exit 4) — or, outside the checkout, not a place adopt takes
+    (exit 1); nothing moved."""
+    ws, co = world
+    ws.add_agent("evil", f'[agents.evil]\nproject_skills_path = "{skills_path}"\n')
+    where = co / skills_path.lstrip("/") if not skills_path.startswith("/") else \
+        co / "abs/skills"
+    target = make_skill(where)
+    before = snapshot(ws.base)
+    for args in (("--dry-run",), ()):
+        rc, doc = adopt_json(ws, target, *args)
+        if skills_path.startswith(".."):  # not in any checkout: not a place adopt takes
+            assert (rc, doc["error"]["code"]) == (1, "adopt.outside"), doc["error"]
+            continue
+        assert rc == 4 and "agents/evil.toml" in doc["error"]["message"], doc["error"]
+        assert "project_skills_path" in doc["error"]["message"]
+    assert changed(before, snapshot(ws.base)) == set()
+
+
+def test_two_registry_files_with_nested_skills_directories_are_a_configuration_error(
+    world: tuple[WS, Path]
+) -> None:
+    """Agent ``other`` names ``.claude``, which holds claude-code's ``.claude/skills``:
+    which agent's skill ``.claude/skills/review`` is, is undecidable — exit 4, nothing
+    moved."""
+    ws, co = world
+    ws.add_agent("other", '[agents.other]\nproject_skills_path = ".claude"\n')
+    target = make_skill(co / ".claude/skills")
+    before = snapshot(ws.base)
+    rc, doc = adopt_json(ws, target)
+    assert rc == 4 and "project_skills_path" in doc["error"]["message"], doc
+    assert changed(before, snapshot(ws.base)) == set()
