@@ -50,6 +50,18 @@ def _absolute_only(match: re.Match[str]) -> bool:
     return before.endswith(_ABSOLUTE_ONLY)
 
 
+#: What may follow a path's last character in a message: the path ended there.
+_PATH_END = frozenset(" \t\n'\"`),;:]}")
+
+
+def _dot(match: re.Match[str]) -> str:
+    """``./`` before what is left of a path below the current directory when, bare, it
+    would not paste as that path: nothing (the current directory itself, written with a
+    trailing ``/``), a leading ``-`` (an option) or ``~`` (a home directory)."""
+    rest = match.string[match.end():match.end() + 1]
+    return "./" if rest in ("", "-", "~") or rest in _PATH_END else ""
+
+
 class Paths:
     """The names of one block of text: a checkout (or none) in a workspace, printed in
     ``cwd`` by a user whose home is ``home``."""
@@ -146,7 +158,7 @@ class Paths:
         quote, base = match.group(1), match.group(2).rstrip("/")
         if base == self._cwd:
             if not _absolute_only(match):
-                return quote
+                return quote + _dot(match)
             below = _under(base, self._home) if self._home is not None else None
             if base != self._home and below is None:
                 return match.group()  # the current directory is not below home
