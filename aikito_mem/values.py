@@ -158,6 +158,13 @@ def _refuse_delattr(self: object, name: str) -> None:
     raise FrozenInstanceError
 
 
+def _final(cls: type, /, **kwargs: Any) -> None:
+    """A record is final: a subclass would have no fields of its own to compare, hash or
+    show (``==`` raised ``NotAnAttrsClassError``) — declare another record instead."""
+    raise TypeError(f"{cls.__qualname__}: a record cannot be subclassed; declare another "
+                    "@record deriving from Value")
+
+
 def _reduce(self: Value) -> tuple[type, tuple[Any, ...]]:
     """Copied and pickled by its class and field values (``copy``, ``pickle``)."""
     names = _compared_names(self.__class__)
@@ -246,7 +253,8 @@ def record(cls: type[T]) -> type[T]:
     keyword arguments, a ``TypeError`` for a missing, unknown or repeated one), and
     ``attrs``' ``FrozenInstanceError`` on any assignment or deletion.  Methods and
     properties are kept; a method may not use ``super()`` or ``__class__`` (the class is
-    rebuilt, its cell would name the old one)."""
+    rebuilt, its cell would name the old one).  A record is final: subclassing one is a
+    ``TypeError``."""
     if cls.__bases__ != (Value,):
         raise TypeError(f"record {cls.__qualname__}: a record derives from Value only")
     declared = _declared(cls)
@@ -267,6 +275,7 @@ def record(cls: type[T]) -> type[T]:
         __setattr__=_refuse_setattr,
         __delattr__=_refuse_delattr,
         __reduce__=_reduce,
+        __init_subclass__=classmethod(_final),
         __match_args__=tuple(f.name for f in declared),
     )
     meta: Any = type(cls)

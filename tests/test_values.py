@@ -13,6 +13,7 @@ import copy
 import importlib
 import pickle
 import pkgutil
+from pathlib import Path
 
 import attrs
 import pytest
@@ -206,7 +207,7 @@ def test_a_mutable_default_or_a_misplaced_field_is_refused() -> None:
         class Plainly:
             a: int
 
-    with pytest.raises(TypeError, match=r"a record derives from Value only"):
+    with pytest.raises(TypeError, match=r"a record cannot be subclassed"):
         @record
         class Again(Rec):
             d: int = 0
@@ -274,3 +275,54 @@ def test_every_value_class_is_frozen_and_slotted() -> None:
     for cls in classes:
         assert "__slots__" in vars(cls), cls
         assert vars(cls)["__setattr__"] is not object.__setattr__, cls  # frozen
+
+
+# -- an adversary's review ------------------------------------------------------------------
+
+
+def test_a_record_and_its_attrs_twin_are_never_equal_nor_collide_in_a_set() -> None:
+    """The same field values in a record and in an attrs class (either kind of attrs
+    class): two distinct values, as two attrs classes are."""
+    rec, shared, plain = Rec(1, "x", (2,)), Shared(1, "x", (2,)), Plain(1, "x", (2,))
+    assert rec != shared and shared != rec and rec != plain and plain != rec
+    assert len({rec, shared, plain, Rec(1, "x", (2,))}) == 3
+    assert (rec == shared) is False and rec.__eq__(plain) is NotImplemented
+
+
+def test_a_record_cannot_be_subclassed() -> None:
+    """A subclass of a record has no fields of its own to compare: its ``==``, hash and
+    repr raised ``NotAnAttrsClassError`` — so declaring one is refused, by name."""
+    with pytest.raises(TypeError, match="Rec2: a record cannot be subclassed"):
+        type("Rec2", (Rec,), {})
+    with pytest.raises(TypeError, match="a record cannot be subclassed"):
+        attrs.frozen(type("Both", (Observed,), {"__annotations__": {}}))
+
+
+def test_replace_of_an_unknown_field_changes_nothing_on_both_kinds() -> None:
+    rec, op = Rec(1), Operation(Action.NOOP, "G1", "/co", "/co/x", "already linked")
+    with pytest.raises(TypeError, match="has no field 'd'"):
+        replace(rec, a=2, d=3)
+    with pytest.raises(TypeError):
+        replace(op, nope=1)
+    assert rec == Rec(1) and replace(rec) == rec and replace(rec) is not rec
+
+
+def test_a_whole_plan_pickles_and_copies_to_an_equal_plan(tmp_path: Path) -> None:
+    """A plan of real operations, each holding record values (``Observed``), and the
+    records of a view: pickled, copied and deep-copied, equal and equally hashed."""
+    from tests.helpers.workspace import WS
+
+    ws = WS(tmp_path)
+    ws.add_file("a.md", "a")
+    co = ws.checkout("co")
+    runtime = Path(co, ".agents/memory")
+    runtime.mkdir(parents=True)
+    Path(runtime, "b.md").write_text("mine\n")
+    ws.write_config("demo", memory=["a.md", "b.md"], paths=[co])
+    ws.add_file("b.md", "b")
+    plan = ws.project("demo").plan()
+    assert {op.action for op in plan.operations} == {Action.CREATE, Action.CONFLICT}
+    for twin in (pickle.loads(pickle.dumps(plan)), copy.copy(plan), copy.deepcopy(plan)):
+        assert twin == plan and hash(twin.operations) == hash(plan.operations)
+    view = SkillsView(Observed(Kind.DIR), (("x", ABSENT),))
+    assert pickle.loads(pickle.dumps(view)) == view

@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from aikito_mem import Project
 from tests.helpers.cli import invoke, one_json
 from tests.helpers.snapshots import changed, snapshot
 from tests.helpers.workspace import WS
