@@ -69,19 +69,29 @@ def refused(ws: WS, target: Path | str, code: str, exit_code: int = 1,
 # ----------------------------------------------------------------- symlinks on the way
 
 
-def test_claude_a_symlink_to_another_checkouts_claude_is_refused(
-    world: tuple[WS, Path]
+@pytest.mark.parametrize("linked", [".claude", ".agents"])
+def test_a_directory_linked_to_another_checkouts_is_refused(
+    world: tuple[WS, Path], linked: str
 ) -> None:
-    """``co/.claude`` → ``other/.claude`` (another registered checkout): the path named is
-    reached through a symlink below the checkout; adopt never takes the other checkout's
-    skill through it."""
+    """``co/.claude`` → ``other/.claude`` (or ``co/.agents`` → ``other/.agents``; another
+    registered checkout): the path named ends with the same words as the other
+    checkout's, yet is reached through a symlink below the checkout; adopt never takes
+    the other checkout's entry through it."""
     ws, co = world
     other = Path(ws.checkout("other"))
     ws.write_config("demo", raw=CONFIG.format(co=f"{json.dumps(str(co))}, "
                                                  f"{json.dumps(str(other))}"))
-    make_skill(other / ".claude" / "skills")
-    os.symlink(other / ".claude", co / ".claude")
-    refused(ws, co / ".claude/skills/review", "through_symlink")
+    if linked == ".claude":
+        make_skill(other / ".claude" / "skills")
+        rel = ".claude/skills/review"
+    else:
+        (other / ".agents/memory").mkdir(parents=True)
+        (other / ".agents/memory/x.md").write_text("mine\n")
+        rel = ".agents/memory/x.md"
+    os.symlink(other / linked, co / linked)
+    refused(ws, co / rel, "through_symlink")
+    rc, doc = adopt_json(ws, other / rel, "--dry-run")  # named as it is: adoptable
+    assert rc == 0 and doc["checkout"] == str(other), doc
 
 
 def test_claude_skills_a_symlink_into_the_workspace_skills_is_unsafe(
