@@ -1,8 +1,9 @@
 """[U2] ``aikito doctor``'s remedies paste where the command ran: every path a remedy
 names relative to the current directory when below it, else ``~/``, else absolute (a
-literal that must stay absolute, or be found in a file, kept exactly); a long remedy
-wraps from the fourth column.  Exact text, from inside a checkout, from its parent, from
-the home directory and from outside it — and each remedy pasted into a real shell."""
+literal that must stay absolute, or be found in a file, kept exactly); every remedy on
+a line of its own, indented four spaces, wrapped with a hanging indent.  Exact text,
+from inside a checkout, from its parent, from the home directory and from outside it —
+and each remedy pasted into a real shell."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def _git_lines(co: str, exclude: str) -> list[str]:
         f"warning  git.ignore        checkout 1 ({co}): git does not ignore .agents/memory/ and "
         ".agents/skills/ — aikito's links there (absolute paths of this machine) show up in git "
         "status and can be committed",
-        "                           remedy: aikito doctor --fix (adds /.agents/memory/ and "
+        "    remedy: aikito doctor --fix (adds /.agents/memory/ and "
         f"/.agents/skills/ to {exclude}), or: printf '/.agents/memory/\\n/.agents/skills/\\n' "
         f">> {exclude}",
     ]
@@ -87,11 +88,35 @@ def test_the_exclude_remedy_names_the_file_where_doctor_ran(
     assert again.stdout.splitlines()[-1] == "doctor: 5 ok, 0 warnings, 0 errors"
 
 
-def test_a_long_remedy_wraps_from_the_fourth_column(
+@pytest.mark.parametrize(("columns", "short"), [
+    ("60", ["    remedy: fix or remove that entry of", "        ~/ws/memory/MEMORY.md"]),
+    ("100", ["    remedy: fix or remove that entry of ~/ws/memory/MEMORY.md"]),
+    ("1000", ["    remedy: fix or remove that entry of ~/ws/memory/MEMORY.md"]),
+])
+def test_every_remedy_of_a_report_has_one_layout(
+        world: tuple[WS, str], monkeypatch: pytest.MonkeyPatch, columns: str,
+        short: list[str]) -> None:
+    """[U2]: every remedy stands on a line of its own, indented four spaces, its further
+    lines hanging four deeper — a short one (that would fit beside its check) as a long
+    one, at every width; every line within the width but a word wider than it."""
+    ws, co = world
+    Path(ws.root, "memory", "MEMORY.md").write_text("[gone](gone.md)\n")
+    monkeypatch.chdir(co)
+    lines = doctor(columns=columns).stdout.splitlines()
+    starts = [line for line in lines if "remedy:" in line]
+    assert [line[:12] for line in starts] == ["    remedy: "] * 2
+    at = lines.index(short[0])
+    assert lines[at:at + len(short)] == short
+    assert lines[at + len(short)].startswith("warning  git.ignore ")  # the next check
+    width = int(columns)
+    for line in lines:
+        assert len(line) <= width or len(line.split()) == 1, line
+
+
+def test_a_long_remedy_wraps_with_a_hanging_indent(
         world: tuple[WS, str], monkeypatch: pytest.MonkeyPatch) -> None:
-    """[U2]: a remedy that does not fit beside its check starts at the fourth column and
-    hangs four deeper — at 60 and 100 columns, every line within the width but the one
-    word wider than it."""
+    """[U2]: a remedy wider than the line hangs four deeper than its ``remedy:`` — at 60
+    and 100 columns."""
     _, co = world
     monkeypatch.chdir(co)
     narrow = doctor(columns="60").stdout.splitlines()
@@ -107,8 +132,6 @@ def test_a_long_remedy_wraps_from_the_fourth_column(
         "    remedy: aikito doctor --fix (adds /.agents/memory/ and /.agents/skills/ to "
         ".git/info/exclude),",
         "        or: printf '/.agents/memory/\\n/.agents/skills/\\n' >> .git/info/exclude"]
-    for line in narrow:
-        assert len(line) <= 60 or len(line.split()) == 1, line
 
 
 def test_outside_the_home_directory_the_remedy_is_absolute(
@@ -118,7 +141,7 @@ def test_outside_the_home_directory_the_remedy_is_absolute(
     monkeypatch.setenv("HOME", "/nonexistent-home")  # neither base holds the checkout
     res = doctor(columns="1000")
     exclude = f"{co}/.git/info/exclude"
-    assert (f"                           remedy: aikito doctor --fix (adds /.agents/memory/ "
+    assert (f"    remedy: aikito doctor --fix (adds /.agents/memory/ "
             f"and /.agents/skills/ to {exclude}), or: printf "
             f"'/.agents/memory/\\n/.agents/skills/\\n' >> {exclude}"
             ) in res.stdout.splitlines()

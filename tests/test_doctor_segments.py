@@ -107,12 +107,12 @@ def test_a_merge_conflicted_agent_toml_names_its_markers_beside_the_parse_error(
     assert lines[start:start + 4] == [
         f"error    project.config    {config}:2:1: invalid TOML: Invalid statement — fix "
         "the syntax at that position (see https://toml.io)",
-        "                           remedy: resolve the merge conflict in "
+        "    remedy: resolve the merge conflict in "
         "ws/projects/demo/agent.toml and remove its markers (git.conflict_markers)",
         f"error    git.conflict_markers demo: {config} holds git conflict markers (groups "
         "starting at lines 2, 8); it is not valid TOML, so every sync of demo fails "
         "(exit 4)",
-        "                           remedy: resolve the merge conflict in that file and "
+        "    remedy: resolve the merge conflict in that file and "
         "remove the markers",
     ]
     assert [c for c in doctor(ws)["checks"] if c["id"] == "git.conflict_markers"] == [{

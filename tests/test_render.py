@@ -231,7 +231,7 @@ def test_doctor_prints_exactly_its_checks(ws: WS) -> None:
         "<base>/ws/projects/demo/memory/notes is a writable directory",
         "error    index.links       <base>/ws/memory/MEMORY.md:1: entry (gone.md) points to "
         "<base>/ws/memory/gone.md, which does not exist",
-        "                           remedy: fix or remove that entry of "
+        "    remedy: fix or remove that entry of "
         "<base>/ws/memory/MEMORY.md",
         "doctor: 4 ok, 0 warnings, 1 error",
     ]

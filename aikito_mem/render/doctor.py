@@ -13,15 +13,7 @@ from aikito_mem.commands.doctor.git import Fix
 from aikito_mem.commands.doctor.report import CONTRACT_VERSION, Check, DoctorReport
 from aikito_mem.model import Severity
 from aikito_mem.render.paths import Paths
-from aikito_mem.render.text import (
-    HANGING,
-    Display,
-    Output,
-    error_json,
-    plural,
-    printable,
-    rendered,
-)
+from aikito_mem.render.text import HANGING, Display, Output, error_json, plural, rendered
 
 SCHEMA = "aikito.doctor/1"
 _OK, _WARNING, _ERROR = Severity.OK, Severity.WARNING, Severity.ERROR
@@ -75,12 +67,9 @@ def _row(word: str, check_id: str, message: str, display: Display, fg: str | Non
 
 
 def _remedy(remedy: str, display: Display) -> str:
-    """``remedy: …`` under its check's message when it fits on that one line; else from
-    the fourth column, wrapped with a hanging indent, so a long remedy keeps the width
-    ([U2])."""
-    aligned = f"{'':<8} {'':<17} remedy: {remedy}"
-    if len(printable(aligned)) <= display.width:
-        return display.line(aligned)
+    """``remedy: …`` on a line of its own from the fifth column (4 spaces), its further
+    lines hanging four deeper — one layout at every width, whether or not the remedy
+    would have fitted beside its check, so the remedies of one report line up ([U2])."""
     return display.line(f"{'':<{HANGING}}remedy: {remedy}")
 
 
