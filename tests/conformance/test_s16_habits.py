@@ -614,3 +614,40 @@ def test_U4_the_hook_fails_on_a_blocked_or_misconfigured_checkout(w):
     assert _precommit(w, repo, env).rc == 1
     w.toml.write_text(w.toml.read_text().replace('memory = ["style.md"]', 'memroy = []'))
     assert _precommit(w, repo, env).rc == 4
+
+
+@needs_git
+@pytest.mark.parametrize("listing", ["another checkout", "no project"])
+@pytest.mark.parametrize("how", ["AIKITO_DIR", "pointer"])
+def test_U4_a_workspace_that_does_not_list_this_checkout_lets_the_hook_pass(
+        w, how, listing):
+    """A teammate's workspace exists but none of its projects has the repository being
+    committed (its project lists another checkout, or it has no project): the hook passes
+    with one line of notice — ``sync.no_project`` under ``--json`` — and writes nothing;
+    once a project lists the repository, the same hook checks it."""
+    repo = Path(init_repo(w.tmp / "repo"))
+    if listing == "another checkout":
+        _world(w, paths=[str(w.co)])
+    else:
+        (w.ws / "projects" / "demo").rmdir()
+    env = {}
+    if how == "AIKITO_DIR":
+        env["AIKITO_DIR"] = str(w.ws)
+    else:
+        pointer = w.home / ".config" / "aikito" / "workspace"
+        pointer.parent.mkdir(parents=True)
+        pointer.write_text(f"{w.ws}\n")
+    before = snapshot(repo, w.ws, w.home)
+    r = _precommit(w, repo, env)
+    assert r.rc == 0, r
+    lines = (r.out + r.err).splitlines()
+    assert len(lines) == 1 and lines[0].strip(), r
+    j = run([*_hook_entry()[1:], "--json"], w.home, cwd=repo, extra_env=env)
+    assert j.rc == 0, j
+    doc = j.json
+    assert (doc["exit_code"], doc["outcome"], doc["error"]) == (0, "unchanged", None)
+    assert [(f["code"], f["severity"], f["path"]) for f in doc["findings"]] == [
+        ("sync.no_project", "info", str(repo))]
+    assert snapshot(repo, w.ws, w.home) == before
+    _world(w, paths=[str(w.co), str(repo)])
+    assert _precommit(w, repo, env).rc == 7  # listed now: checked (its links are pending)
