@@ -306,3 +306,23 @@ def test_removal_of_hard_links_inside_the_tree(tmp_path: Path) -> None:
     root = tree(tmp_path / "t")
     treemove.remove_inventoried(str(root), treemove.inventory(str(root)))
     assert not root.exists()
+
+
+@pytest.mark.parametrize("across", [False, True])
+def test_another_entry_than_the_one_expected_is_never_moved(
+        tmp_path: Path, tmpfs: Path, across: bool) -> None:
+    """[H2] ``expect``: the (st_dev, st_ino) examined.  Another entry at ``src`` is
+    renamed back at once (same filesystem) or never copied (across): SwappedError, the
+    entry where it was, nothing at ``dst``."""
+    src = tree((tmpfs if across else tmp_path) / "src")
+    want = content(src)
+    st = os.lstat(src)
+    dst = tmp_path / "dst"
+    with pytest.raises(treemove.SwappedError) as exc:
+        treemove.move(str(src), str(dst), lambda: None, (st.st_dev, st.st_ino + 1))
+    assert exc.value.moved_back and exc.value.errno == errno.ESTALE
+    assert content(src) == want and not os.path.lexists(dst)
+    assert no_temporary(tmp_path)
+    assert treemove.move(str(src), str(dst), lambda: None, (st.st_dev, st.st_ino)) \
+        is (treemove.MoveMethod.COPY if across else treemove.MoveMethod.RENAME)
+    assert content(dst) == want

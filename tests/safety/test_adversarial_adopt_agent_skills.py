@@ -247,15 +247,17 @@ def test_name_swapped_for_a_symlink_before_the_move_loses_nothing(
     assert Path(ws.config_path("demo")).read_bytes() == cfg
 
 
-@pytest.mark.xfail(strict=True, reason="the move renames by path: a directory swapped in "
-                   "after the last identity check is adopted in place of the one checked "
-                   "(its content exists once, in the workspace, linked back)")
 def test_name_swapped_for_another_directory_before_the_move_is_stale(
     world: tuple[WS, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """[H2] A directory swapped in at NAME after the last identity check: the rename (by
+    path) moves it, the moved entry's (st_dev, st_ino) is not the one checked, so it is
+    renamed back and the run refused as stale (exit 3) — nothing listed, nothing in the
+    workspace, the examined directory untouched where it was put."""
     ws, co = world
     target = make_skill(co / ".claude/skills")
     away = ws.base / "away"
+    cfg = Path(ws.config_path("demo")).read_bytes()
 
     def other() -> None:
         target.mkdir()
@@ -263,9 +265,53 @@ def test_name_swapped_for_another_directory_before_the_move_is_stale(
 
     _swap_before_move(monkeypatch, target, away, other)
     rc, doc = adopt_json(ws, target)
-    assert (target / "other.txt").read_text() == "other\n"  # once, in one place or other
-    assert rc == 3 and doc["outcome"] == "stale", doc
-    assert not os.path.islink(target)
+    assert (rc, doc["outcome"], doc["error"]["code"]) == (3, "stale", "adopt.stale"), doc
+    assert "another entry than the one examined" in doc["error"]["message"]
+    assert [s["status"] for s in doc["steps"]] == ["failed", "not_applied", "not_applied"]
+    assert doc["content_at"] == str(target)
+    assert sorted(os.listdir(target)) == ["other.txt"] and not os.path.islink(target)
+    assert not os.path.lexists(f"{ws.root}/skills/review")
+    assert (away / "SKILL.md").read_text() == "# review\n"
+    assert Path(ws.config_path("demo")).read_bytes() == cfg
+
+
+def test_a_swapped_entry_is_never_moved_back_over_a_new_one(
+    world: tuple[WS, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The swapped-in directory was moved, and NAME is taken again before it can be moved
+    back: the rename back (no-replace) never goes over it, even empty; stale (exit 3,
+    ``partial``), each of the three directories once, nothing listed, the report names
+    where."""
+    from aikito_mem import fsutil
+    from aikito_mem.commands.adopt import treemove
+
+    ws, co = world
+    target = make_skill(co / ".claude/skills")
+    away = ws.base / "away"
+    cfg = Path(ws.config_path("demo")).read_bytes()
+
+    def other() -> None:
+        target.mkdir()
+        (target / "other.txt").write_text("other\n")
+
+    _swap_before_move(monkeypatch, target, away, other)
+    real = fsutil.rename_noreplace
+
+    def retaken(src: str, dst: str, **kw: Any) -> None:
+        real(src, dst, **kw)
+        if src == str(target):
+            target.mkdir()  # empty: a plain rename would go over it
+
+    monkeypatch.setattr(treemove.fsutil, "rename_noreplace", retaken)
+    rc, doc = adopt_json(ws, target)
+    moved = Path(ws.root, "skills/review")
+    assert (rc, doc["outcome"], doc["error"]["code"]) == (3, "partial", "adopt.stale"), doc
+    assert doc["content_at"] == str(moved)
+    assert "it could not be moved back" in doc["error"]["message"]
+    assert os.listdir(target) == [] and not os.path.islink(target)
+    assert sorted(os.listdir(moved)) == ["other.txt"]
+    assert (away / "SKILL.md").read_text() == "# review\n"
+    assert Path(ws.config_path("demo")).read_bytes() == cfg
 
 
 KILL = ("import os, signal, sys\n"

@@ -126,7 +126,8 @@ class _Run:
                 treemove.remove_inventoried(a.target, a.entries, signals.check)
             else:
                 self._remove_empty(a)
-                self.method = Method(treemove.move(a.target, a.destination, signals.check).value)
+                self.method = Method(treemove.move(a.target, a.destination, signals.check,
+                                                   a.identity[:2]).value)
         except treemove.OriginalKeptError as exc:
             self._original_kept(a, exc)
         except treemove.RemoveIncompleteError as exc:
@@ -142,6 +143,8 @@ class _Run:
                         f"the content is at {a.destination}", signum=exc.signum) from None
                 raise
             self.steps[Step.MOVE] = StepStatus.FAILED
+            if isinstance(exc, treemove.SwappedError):
+                raise _swapped(a, exc) from None
             if isinstance(exc, treemove.TreeChangedError):
                 raise AdoptFailed(
                     f"{a.target} changed while it was being copied; nothing was adopted, it is "
@@ -335,6 +338,21 @@ class _Run:
             code=f"{step.value}_failed", content_at=where,
             exit_code=EXIT_STALE if drift else EXIT_FAILED,
             outcome=("stale" if drift else "failed") if restored else "partial")
+
+
+def _swapped(a: Adoption, exc: treemove.SwappedError) -> AdoptFailed:
+    """[H2]: the entry at TARGET when the move ran was not the one examined."""
+    if exc.moved_back:
+        return AdoptFailed(
+            f"{a.target} is another entry than the one examined (it was replaced after the "
+            "last check); nothing was adopted, what is there now is still there — run adopt "
+            "again", code="stale", content_at=a.target, exit_code=EXIT_STALE, outcome="stale")
+    return AdoptFailed(
+        f"{a.target} was replaced after the last check, and the entry put there was moved to "
+        f"{a.destination} before that was seen; it could not be moved back, {a.target} being "
+        f"taken again — nothing was listed; compare {a.destination} with {a.target}, keep "
+        "what you need", code="stale", content_at=a.destination, exit_code=EXIT_STALE,
+        outcome="partial")
 
 
 def _list(a: Adoption) -> str:

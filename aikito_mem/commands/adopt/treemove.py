@@ -101,6 +101,18 @@ class RemoveIncompleteError(OSError):
         self.failed = failed
 
 
+class SwappedError(OSError):
+    """[H2] The entry at ``src`` was another one than the one examined (``expect``): it
+    was swapped in after the last check.  Nothing was moved (a copy not started), or it
+    was renamed back (``moved_back``); else it is at the destination, ``src`` being
+    occupied again (never renamed over)."""
+
+    def __init__(self, path: str, destination: str, moved_back: bool) -> None:
+        super().__init__(errno.ESTALE, "it is another entry than the one examined", path)
+        self.destination = destination
+        self.moved_back = moved_back
+
+
 class OriginalKeptError(Exception):
     """:func:`move` placed the verified copy at the destination, but the original was not
     (completely) removed: ``cause`` says why (the original changed after the copy, a
@@ -276,15 +288,20 @@ def _unchanged(root: str, entries: Sequence[Entry]) -> bool:
         return False
 
 
-def copy_move(src: str, dst: str, before_write: Callable[[], None] = _nothing) -> None:
+def copy_move(src: str, dst: str, before_write: Callable[[], None] = _nothing,
+              expect: tuple[int, int] | None = None) -> None:
     """Move ``src`` to the absent ``dst`` on another filesystem: copy, verify, place with
     no-replace, remove the original entry by entry.
 
     Until the copy is placed, ``src`` is untouched and the temporary copy is removed on
     every failure (:class:`TreeChangedError` when ``src`` changed meanwhile).  After it,
     every failure is an :class:`OriginalKeptError`: the complete copy is at ``dst``.
+    ``expect``: the (``st_dev``, ``st_ino``) ``src`` must have — else :class:`SwappedError`
+    before anything is written.
     """
     entries = inventory(src)
+    if expect is not None and (entries[0].dev, entries[0].ino) != expect:
+        raise SwappedError(src, dst, moved_back=True)
     parent, name = os.path.split(dst)
     temp = f"{parent}/{fsutil.temp_name(name)}"
     try:
@@ -312,18 +329,33 @@ def copy_move(src: str, dst: str, before_write: Callable[[], None] = _nothing) -
         raise OriginalKeptError(src, dst, exc) from exc
 
 
-def move(src: str, dst: str, before_write: Callable[[], None] = _nothing) -> MoveMethod:
+def move(src: str, dst: str, before_write: Callable[[], None] = _nothing,
+         expect: tuple[int, int] | None = None) -> MoveMethod:
     """Move ``src`` to the absent ``dst``: a no-replace rename, or :func:`copy_move` when
-    they are on different filesystems."""
+    they are on different filesystems.
+
+    ``expect`` ([H2]): the (``st_dev``, ``st_ino``) of the entry examined at ``src``.  A
+    rename goes by path, so the entry it moved is checked once at ``dst``: another one (a
+    directory swapped in at ``src`` after the check) is renamed back with no-replace —
+    never over what may have appeared at ``src`` since — and :class:`SwappedError` is
+    raised."""
     before_write()
     try:
         fsutil.rename_noreplace(src, dst)
-        return MoveMethod.RENAME
     except OSError as exc:
         if exc.errno != errno.EXDEV:
             raise
-    copy_move(src, dst, before_write)
-    return MoveMethod.COPY
+        copy_move(src, dst, before_write, expect)
+        return MoveMethod.COPY
+    if expect is not None:
+        st = os.lstat(dst)
+        if (st.st_dev, st.st_ino) != expect:
+            try:
+                fsutil.rename_noreplace(dst, src)
+            except OSError:
+                raise SwappedError(src, dst, moved_back=False) from None
+            raise SwappedError(src, dst, moved_back=True)
+    return MoveMethod.RENAME
 
 
 # -------------------------------------------------------------------------------- removal
