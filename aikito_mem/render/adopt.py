@@ -19,7 +19,8 @@ from aikito_mem.model import Operation, SegmentName
 from aikito_mem.render.paths import Paths
 
 _HOW = {Method.RENAME: "rename", Method.COPY: "copy across filesystems, verify, remove",
-        Method.REPLACE: "already there, identical: remove TARGET"}
+        Method.REPLACE: "already there, identical: remove TARGET",
+        Method.RESUME: "already there, moved by an adopt that was stopped: nothing to move"}
 
 
 def _conflict(op: Operation) -> dict[str, Any]:

@@ -194,6 +194,59 @@ def _check_notes(config: ProjectConfig, ws_root: str, physical: str, rel: str,
             "yourself", code="notes", path=destination)
 
 
+def _resume(given: str, physical: str, ws: Workspace, project: str | None,
+            environ: Mapping[str, str] | None) -> Adoption:
+    """[E5] TARGET is absent: an adopt killed between its move and its ``agent.toml`` edit
+    (or its link) left the content once, whole, at its destination in the workspace.
+    When that is so — TARGET in a place adopt takes, its destination there, a real file or
+    directory (an instructions file with content) — the adoption is finished as the killed
+    run would have: the name listed (if it is not), TARGET linked back; nothing is moved
+    (:attr:`Method.RESUME`).  Anything else: ``adopt.missing``, as before."""
+    from aikito_mem.commands.adopt import segments
+    from aikito_mem.config.discovery import home_directory
+    from aikito_mem.config.names import reference_problem
+
+    missing = AdoptRefused(f"nothing to adopt: {given} does not exist", code="missing",
+                           path=given)
+    try:
+        config, label, checkout = _find_checkout(physical, ws.root, project, environ)
+    except AdoptRefused:
+        raise missing from None
+    in_checkout = physical[len(checkout.rstrip("/")) + 1:]
+    if not in_checkout or not given.endswith(f"/{in_checkout}") or not _same_dir(
+            given[:len(given) - len(in_checkout) - 1], checkout):
+        raise missing
+    try:
+        checkout_dirs(checkout, in_checkout)  # the link is made where the directories are
+    except AdoptRefused:
+        raise missing from None
+    found = segments.Where(ws, config, label, checkout, physical, in_checkout)
+    if not in_checkout.startswith(f"{MEMORY_DIR}/"):
+        resumed = segments.resume(found, environ)
+        if resumed is None:
+            raise missing
+        return resumed
+    rel = in_checkout[len(MEMORY_DIR) + 1:]
+    destination = memory_source(ws.root, rel)
+    st = segments.content_at(destination, (stat.S_ISREG, stat.S_ISDIR))
+    if st is None or reference_problem(rel) is not None:
+        raise missing
+    _check_notes(config, ws.root, physical, rel, destination)
+    kind = EntryType.FILE if stat.S_ISREG(st.st_mode) else EntryType.DIRECTORY
+    home = home_directory(environ) or ""
+    known = rel in config.memory
+    data = read_config(config, physical, edit=not known)
+    new, after = (None, config) if known else edited_config(config, data, rel, home)
+    link, conflicts = predict_link(after, ws, label, checkout, rel, kind, (), home)
+    return Adoption(
+        workspace=ws.root, project=config.name, checkout=checkout, target=physical,
+        reference=rel, destination=destination, kind=kind,
+        identity=(st.st_dev, st.st_ino, generation(destination)),
+        config_path=config.config_path, config_bytes=data, new_config=new,
+        missing_dirs=(), method=Method.RESUME, link=link, conflicts=conflicts,
+        found_via=ws.found_via)
+
+
 def validate(target: str, workspace: str | None = None, *, project: str | None = None,
              environ: Mapping[str, str] | None = None) -> Adoption:
     """Every check of the adoption, no write.  Raises :class:`AdoptRefused`,
@@ -203,8 +256,10 @@ def validate(target: str, workspace: str | None = None, *, project: str | None =
 
     ws = resolve_workspace(workspace, environ=environ)
     given = os.path.abspath(os.path.expanduser(target))
-    st, kind = _target(given)
     physical = f"{os.path.realpath(os.path.dirname(given)).rstrip('/')}/{os.path.basename(given)}"
+    if lstat_or_none(given) is None:  # [E5]: an adopt killed after its move, finished
+        return _resume(given, physical, ws, project, environ)
+    st, kind = _target(given)
     distinct.outside_workspace(physical, st, ws.root)  # [H2], before anything else
     config, label, checkout = _find_checkout(physical, ws.root, project, environ)
     in_checkout = physical[len(checkout.rstrip("/")) + 1:]

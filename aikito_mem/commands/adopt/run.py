@@ -107,8 +107,14 @@ class _Run:
                               "entry now); nothing was written — run adopt again",
                               code="stale", content_at=a.target, exit_code=EXIT_STALE,
                               outcome="stale")
-        self.a, self.method, self.content_at = a, a.method, a.target
+        resumed = a.method is Method.RESUME
+        self.a, self.method = a, a.method
+        self.content_at = a.destination if resumed else a.target
         self.steps = {s: StepStatus.PLANNED for s in Step}
+        if resumed:  # [E5]: an adopt stopped after its move; what is left is done
+            self.steps[Step.MOVE] = StepStatus.SKIPPED
+            self.details[Step.MOVE] = (f"{a.target} is absent and its content already at "
+                                       f"{a.destination} (an adopt stopped after its move)")
         if a.new_config is None:
             self.steps[Step.REGISTER] = StepStatus.SKIPPED
         return a
@@ -117,6 +123,8 @@ class _Run:
 
     def move(self, a: Adoption) -> None:
         signals.check()
+        if a.method is Method.RESUME:
+            return
         try:
             for path in a.missing_dirs:
                 signals.check()
@@ -317,6 +325,8 @@ class _Run:
         if a.method is Method.REPLACE:
             notes.append(f"the identical copy at {a.target} was removed; the content is at "
                          f"{a.destination}")
+        elif a.method is Method.RESUME:  # it was there before this run: it stays there
+            notes.append(f"the content stays at {a.destination}, where it was")
         else:
             try:
                 treemove.move(a.destination, a.target, signals.check)
@@ -327,7 +337,7 @@ class _Run:
             except (OSError, treemove.OriginalKeptError, AikitoError) as move_exc:
                 notes.append(f"moving it back failed ({_cause(move_exc)}): the content is at "
                              f"{a.destination}")
-        restored = where == a.target and not listed
+        restored = not listed and (where == a.target or a.method is Method.RESUME)
         drift = isinstance(exc, StalePlanError)
         add = ("" if a.segment is SegmentName.INSTRUCTIONS else
                f"add {a.reference!r} to {_list(a)} if needed and ")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 import attrs
@@ -74,6 +74,24 @@ class Found:
     rel: str
     st: os.stat_result
     kind: EntryType
+
+
+@attrs.frozen
+class Where:
+    """[E5] TARGET absent: the checkout and the place it names (what :class:`Found` holds
+    but TARGET's own ``lstat``)."""
+
+    ws: Workspace
+    config: ProjectConfig
+    label: str
+    checkout: str
+    physical: str
+    rel: str
+
+    def found(self, st: os.stat_result, kind: EntryType) -> Found:
+        """As :class:`Found`, with the destination's ``lstat`` for TARGET's."""
+        return Found(self.ws, self.config, self.label, self.checkout, self.physical,
+                     self.rel, st, kind)
 
 
 def validate(found: Found, environ: Mapping[str, str] | None) -> Adoption:
@@ -292,10 +310,12 @@ def _adoption(found: Found, ref: str, destination: str, data: bytes, new: bytes 
               missing: list[str], method: Method, link: Operation,
               conflicts: tuple[Operation, ...], entries: tuple[treemove.Entry, ...],
               segment: SegmentName) -> Adoption:
+    # [E5] resume: ``found.st`` is the destination's, and so is the identity.
+    at = destination if method is Method.RESUME else found.physical
     return Adoption(
         workspace=found.ws.root, project=found.config.name, checkout=found.checkout,
         target=found.physical, reference=ref, destination=destination, kind=found.kind,
-        identity=(found.st.st_dev, found.st.st_ino, generation(found.physical)),
+        identity=(found.st.st_dev, found.st.st_ino, generation(at)),
         config_path=found.config.config_path, config_bytes=data, new_config=new,
         missing_dirs=tuple(missing), method=method, link=link, conflicts=conflicts,
         entries=entries, segment=segment, found_via=found.ws.found_via)
@@ -315,3 +335,75 @@ def recheck_empty(a: Adoption) -> None:
         raise AdoptFailed(f"{a.destination} changed since it was examined (it was empty); "
                           "nothing was written — run adopt again", code="stale",
                           content_at=a.target, exit_code=EXIT_STALE, outcome="stale")
+
+
+# --------------------------------------------------------------------------- resume
+
+
+def content_at(path: str, kinds: tuple[Callable[[int], bool], ...]) -> os.stat_result | None:
+    """The ``lstat`` of ``path`` when it is one of ``kinds`` (never a symlink), else
+    ``None``."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st if any(k(st.st_mode) for k in kinds) else None
+
+
+def resume(where: Where, environ: Mapping[str, str] | None) -> Adoption | None:
+    """[E5] TARGET (a skill directory's or an instruction target's place) is absent and
+    its content is at its destination in the workspace — an adopt killed after its move:
+    the adoption that finishes it (``method`` ``resume``: nothing moves), or ``None``
+    when this is not that state."""
+    from aikito_mem.config.registry_read import load_registry
+
+    registry = load_registry(where.ws.root)
+    rel = where.rel
+    for at in (layout.SKILLS_DIR, *(d.path for d in registry.skill_dirs)):
+        if rel.startswith(f"{at}/") and "/" not in rel[len(at) + 1:]:
+            return _resume_skill(where, at, rel[len(at) + 1:], registry, environ)
+    target = {t.path: t for t in registry.targets}.get(rel)
+    return None if target is None else _resume_instruction(where, target, environ)
+
+
+def _resume_skill(where: Where, at: str, name: str, registry: Registry,
+                  environ: Mapping[str, str] | None) -> Adoption | None:
+    from aikito_mem.config.names import component_problem
+
+    destination = layout.skill_source(where.ws.root, name)
+    st = content_at(destination, (stat.S_ISDIR,))
+    if st is None or component_problem(name) is not None:
+        return None
+    refuse_tracked(where.checkout, where.rel, where.physical)
+    found, config = where.found(st, EntryType.DIRECTORY), where.config
+    known = name in config.skills
+    data = read_config(config, where.physical, edit=not known)
+    new, after = ((None, config) if known else
+                  edited_config(config, data, name, _home(environ), SegmentName.SKILLS))
+    ops = _predict_skill(found, after, at, name, (), registry, environ)
+    link, conflicts = _own(ops, where.physical)
+    rest = tuple(op for op in ops if op.action is Action.CREATE and op.resource == name
+                 and op is not link)
+    return attrs.evolve(
+        _adoption(found, name, destination, data, new, [], Method.RESUME, link, conflicts,
+                  (), SegmentName.SKILLS), rest=rest)
+
+
+def _resume_instruction(where: Where, target: InstructionTarget,
+                        environ: Mapping[str, str] | None) -> Adoption | None:
+    from aikito_mem.world.segments import instruction_source
+
+    source = instruction_source(where.ws.root, where.config.name, Observer())
+    st = content_at(source.path, (stat.S_ISREG,))
+    if source.state is not InstructionState.CONTENT or st is None:
+        return None
+    refuse_tracked(where.checkout, where.rel, where.physical)
+    found = where.found(st, EntryType.FILE)
+    data = read_config(where.config, where.physical, edit=False)
+    links = _predict_instructions(found, target, environ)
+    own = next(op for op in links if op.target == where.physical)
+    return attrs.evolve(
+        _adoption(found, where.rel, source.path, data, None, [], Method.RESUME, own,
+                  tuple(op for op in links if op.action is Action.CONFLICT), (),
+                  SegmentName.INSTRUCTIONS),
+        links=tuple(op for op in links if op.action is Action.CREATE and op is not own))

@@ -29,6 +29,9 @@ class Method(enum.Enum):
     COPY = "copy"
     #: The destination already holds identical content: TARGET is removed, not moved.
     REPLACE = "replace"
+    #: [E5] TARGET is absent and the content already at the destination (an adopt killed
+    #: after its move): nothing moves; the name is listed and TARGET linked back.
+    RESUME = "resume"
 
 
 class Step(enum.Enum):
