@@ -155,8 +155,14 @@ def test_a_signal_after_the_move_writes_nothing_more(ws: WS,
     assert d["content_at"] == ws.memory_path("g.md")
     assert f"the content is at {ws.memory_path('g.md')}" in d["error"]["message"]
     assert "'g.md' is not yet in the memory list" in d["error"]["message"]
+    assert f"to finish, run `aikito adopt {rt}/g.md` again" in d["error"]["message"]
     assert Path(ws.config_path("demo")).read_bytes() == cfg
     assert not os.path.lexists(f"{rt}/g.md")
+    # [E5] what the message says converges: the same adopt again finishes it.
+    monkeypatch.undo()
+    res, d = adopt_json(ws, f"{rt}/g.md")
+    assert (res.exit_code, d["outcome"], d["method"]) == (0, "adopted", "resume"), d
+    assert os.readlink(f"{rt}/g.md") == ws.memory_path("g.md")
 
 
 def test_a_signal_while_agent_toml_is_written_stops_before_the_rename(

@@ -427,5 +427,6 @@ def _interrupted(exc: InterruptedError_, a: Adoption, run: _Run) -> str:
     listed = "is" if run.steps[Step.REGISTER] in (StepStatus.APPLIED,
                                                   StepStatus.SKIPPED) else "is not yet"
     return (f"{exc.message} — the content is at {a.destination} and {a.reference!r} {listed} "
-            f"in the {_list(a)} list; to finish, add it if needed and run `aikito sync project "
-            f"{a.project} {a.checkout}`")
+            f"in the {_list(a)} list; to finish, run `aikito adopt {a.target}` again ([E5]: it "
+            f"resumes), or add it if needed and run `aikito sync project {a.project} "
+            f"{a.checkout}`")
