@@ -39,7 +39,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bench.agents import AGENTS, SKILL_AGENTS, Agent, agent_registry_toml
@@ -113,32 +113,21 @@ W1 = Workload(
     active=2,
     offline=1,
 )
-W1_SEGMENTS = Workload(
-    "W1+segments",
-    "W1 + 5 skills + 2 instruction targets per checkout (SPEC §13 [G7])",
-    files=20,
-    dirs=5,
-    nested=5,
-    notes=10,
-    active=2,
-    offline=1,
+W1_SEGMENTS = replace(
+    W1,
+    name="W1+segments",
+    description="W1 + 5 skills + 2 instruction targets per checkout (SPEC §13 [G7])",
     skills=5,
     instructions=len(AGENTS),
     group="W1",
 )
-W1_AGENTS = Workload(
-    "W1+agents",
-    "W1+segments + 3 detected agents with a project_skills_path each (SPEC §17 [N1])",
-    files=20,
-    dirs=5,
-    nested=5,
-    notes=10,
-    active=2,
-    offline=1,
-    skills=5,
-    instructions=len(AGENTS),
+W1_AGENTS = replace(
+    W1_SEGMENTS,
+    name="W1+agents",
+    description=(
+        "W1+segments + 3 detected agents with a project_skills_path each (SPEC §17 [N1])"
+    ),
     agent_dirs=len([a for a in SKILL_AGENTS if a.project_skills_path]),
-    group="W1",
 )
 W2_10K = Workload("W2-10k", "scale: 10,000 top-level file refs, 1 checkout", files=10000)
 WORKLOADS: tuple[Workload, ...] = (
@@ -260,8 +249,9 @@ def _make_instructions(ws: Path, project: Path, agents: tuple[Agent, ...]) -> li
     return [a.project_instruction_path for a in agents if a.project_instruction_path]
 
 
-def build(wl: Workload, base: Path) -> Built:
-    """Create the workspace and (empty) checkouts of ``wl`` in directory ``base``."""
+def _new_workspace(base: Path) -> tuple[Path, Path]:
+    """An empty workspace at ``base/ws`` (``base`` emptied first); returns it and its
+    ``memory`` directory."""
     if base.exists():
         shutil.rmtree(base)
     ws = base / "ws"
@@ -269,6 +259,12 @@ def build(wl: Workload, base: Path) -> Built:
     for d in (mem, ws / "agents", ws / "subagents", ws / "projects"):
         d.mkdir(parents=True)
     (ws / "layout.toml").write_text("version = 2\n")
+    return ws, mem
+
+
+def build(wl: Workload, base: Path) -> Built:
+    """Create the workspace and (empty) checkouts of ``wl`` in directory ``base``."""
+    ws, mem = _new_workspace(base)
 
     refs = _make_sources(mem, wl.files, wl.dirs, wl.nested)
     skills = _make_skills(ws, wl.skills)
@@ -443,13 +439,7 @@ def project_name(i: int) -> str:
 
 def build_status(wl: StatusWorkload, base: Path, projects: int) -> StatusBuilt:
     """A workspace of ``projects`` W1-like projects (not synced yet)."""
-    if base.exists():
-        shutil.rmtree(base)
-    ws = base / "ws"
-    mem = ws / "memory"
-    for d in (mem, ws / "agents", ws / "subagents", ws / "projects"):
-        d.mkdir(parents=True)
-    (ws / "layout.toml").write_text("version = 2\n")
+    ws, mem = _new_workspace(base)
     refs = _make_sources(mem, wl.files, wl.dirs, wl.nested)
     names: list[str] = []
     checkouts: list[Path] = []
