@@ -26,23 +26,15 @@ from aikito_mem.executor import execute
 from aikito_mem.model import ABSENT, Action, Kind, Observed, Resource
 from aikito_mem.planner import agent_skills as planner_agent_skills
 from aikito_mem.views import AgentSkillsView
-from tests.helpers import mounts
-from tests.helpers.cli import invoke, one_json
+from tests.helpers import adopt, mounts
+from tests.helpers.adopt import CLAUDE_SKILLS as CLAUDE
+from tests.helpers.adopt import LISTED_CONFIG as CONFIG
+from tests.helpers.adopt import adopt_json, adopt_world, skill_dir
+from tests.helpers.cli import invoke
 from tests.helpers.gitrepo import git, init_repo, needs_git
 from tests.helpers.snapshots import changed, snapshot
 from tests.helpers.workspace import WS
 
-CONFIG = """\
-# the demo project
-paths = [{co}]  # one checkout
-memory = []
-skills = [  # shared skills
-    "base",
-]
-"""
-CLAUDE = ('[agents.claude-code]\nproject_instruction_path = ".claude/CLAUDE.md"\n'
-          'project_skills_path = ".claude/skills"\n\n'
-          '[agents.claude-code.detect]\npaths = [".claude"]\n')
 CURSOR = ('[agents.cursor]\nproject_skills_path = ".cursor/skills"\n\n'
           '[agents.cursor.detect]\npaths = [".cursor"]\n')
 
@@ -51,23 +43,14 @@ CURSOR = ('[agents.cursor]\nproject_skills_path = ".cursor/skills"\n\n'
 def world(ws: WS) -> tuple[WS, Path]:
     """Project ``demo`` (skill ``base``) with checkout ``<base>/co/co``; agents claude-code
     (``.claude/skills``) and cursor (``.cursor/skills``), both detected."""
-    ws.add_skill("base")
-    ws.add_agent("claude-code", CLAUDE)
-    ws.add_agent("cursor", CURSOR)
-    for d in (".claude", ".cursor"):
-        os.makedirs(f"{ws.home}/{d}", exist_ok=True)
-    co = Path(ws.checkout("co"))
-    ws.write_config("demo", raw=CONFIG.format(co=json.dumps(str(co))))
+    co = adopt_world(ws, CONFIG, {"claude-code": CLAUDE, "cursor": CURSOR},
+                     (".claude", ".cursor"))
     return ws, co
 
 
 def make_skill(co: Path, name: str = "review", text: str = "# review\n",
                where: str = ".claude/skills") -> Path:
-    path = co / where / name
-    (path / "scripts").mkdir(parents=True)
-    (path / "SKILL.md").write_text(text)
-    (path / "scripts" / "run.sh").write_text("echo hi\n")
-    return path
+    return skill_dir(co / where, name, text)
 
 
 def own_skills(co: Path) -> tuple[Path, Path]:
@@ -81,22 +64,9 @@ def own_skills(co: Path) -> tuple[Path, Path]:
     return own, notes
 
 
-def adopt_json(ws: WS, target: Path | str, *args: str) -> tuple[int, dict[str, Any]]:
-    res = invoke("--workspace", ws.root, "adopt", str(target), "--json", *args, catch=True)
-    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
-    return res.exit_code, one_json(res.stdout)
-
-
 def refused(ws: WS, target: Path, code: str, exit_code: int = 1) -> dict[str, Any]:
-    """Dry run and real run alike: refused with ``code``, nothing changed anywhere."""
-    before = snapshot(ws.base, ws.home)
-    for args in (("--dry-run",), ()):
-        rc, doc = adopt_json(ws, target, *args)
-        assert rc == exit_code and doc["error"]["code"] == f"adopt.{code}", doc
-        assert [s["status"] for s in doc["steps"]] == ["not_applied"] * 3
-        assert doc["next"] is None
-    assert changed(before, snapshot(ws.base, ws.home)) == set()
-    return doc
+    """As :func:`tests.helpers.adopt.refused`, and no next command either."""
+    return adopt.refused(ws, target, code, exit_code, no_next=True)
 
 
 def skill_ops(ws: WS, name: str) -> list[tuple[str, str]]:

@@ -19,51 +19,20 @@ import pytest
 from aikito_mem import Project
 from aikito_mem.commands.adopt import run as adopt_run
 from aikito_mem.model import Action
-from tests.helpers.cli import invoke, one_json
+from tests.helpers.adopt import CODEX, adopt_json, adopt_world, refused, skill_dir
+from tests.helpers.adopt import LISTED_CONFIG as CONFIG
 from tests.helpers.snapshots import changed, snapshot
 from tests.helpers.workspace import WS
 
-CONFIG = """\
-# the demo project
-paths = [{co}]  # one checkout
-memory = []
-skills = [  # shared skills
-    "base",
-]
-"""
 CLAUDE = ('[agents.claude-code]\nproject_instruction_path = ".claude/CLAUDE.md"\n'
           '[agents.claude-code.detect]\npaths = [".claude"]\n')
-CODEX = '[agents.codex]\nproject_instruction_path = "AGENTS.md"\n'
 
 
 @pytest.fixture
 def world(ws: WS) -> tuple[WS, Path]:
     """Project ``demo`` (skill ``base`` linked) with checkout ``<base>/co/co``; agents
     codex (``AGENTS.md``) and claude-code (``.claude/CLAUDE.md``, detected)."""
-    ws.add_skill("base")
-    ws.add_agent("codex", CODEX)
-    ws.add_agent("claude-code", CLAUDE)
-    os.makedirs(f"{ws.home}/.claude", exist_ok=True)
-    co = Path(ws.checkout("co"))
-    ws.write_config("demo", raw=CONFIG.format(co=json.dumps(str(co))))
-    return ws, co
-
-
-def adopt_json(ws: WS, target: Path, *args: str) -> tuple[int, dict[str, Any]]:
-    res = invoke("--workspace", ws.root, "adopt", str(target), "--json", *args, catch=True)
-    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
-    return res.exit_code, one_json(res.stdout)
-
-
-def refused(ws: WS, target: Path, code: str, exit_code: int = 1) -> dict[str, Any]:
-    """Dry run and real run alike: refused with ``code``, nothing changed anywhere."""
-    before = snapshot(ws.base, ws.home)
-    for args in (("--dry-run",), ()):
-        rc, doc = adopt_json(ws, target, *args)
-        assert rc == exit_code and doc["error"]["code"] == f"adopt.{code}", doc
-        assert [s["status"] for s in doc["steps"]] == ["not_applied"] * 3
-    assert changed(before, snapshot(ws.base, ws.home)) == set()
-    return doc
+    return ws, adopt_world(ws, CONFIG, {"codex": CODEX, "claude-code": CLAUDE})
 
 
 def in_sync(ws: WS, segment: str) -> None:
@@ -74,11 +43,7 @@ def in_sync(ws: WS, segment: str) -> None:
 
 
 def make_skill(co: Path, name: str = "review", text: str = "# review\n") -> Path:
-    path = co / ".agents" / "skills" / name
-    (path / "scripts").mkdir(parents=True)
-    (path / "SKILL.md").write_text(text)
-    (path / "scripts" / "run.sh").write_text("echo hi\n")
-    return path
+    return skill_dir(co / ".agents" / "skills", name, text)
 
 
 def git(co: Path, *args: str) -> None:

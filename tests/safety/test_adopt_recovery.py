@@ -14,10 +14,7 @@ its destination is replaced between the checks ([H2])."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -27,26 +24,13 @@ import attrs
 import pytest
 
 from aikito_mem.commands.adopt import run as adopt_run
-from tests.helpers.cli import invoke, one_json
+from tests.helpers.adopt import CLAUDE_SKILLS, CODEX, adopt_json, adopt_world, killed_at
+from tests.helpers.cli import invoke
 from tests.helpers.snapshots import changed, snapshot
 from tests.helpers.workspace import WS
 
 MARK = "adopted-once-7f3c"
 CONFIG = 'paths = [{co}]\nmemory = ["style.md"]\nskills = ["base"]\n'
-CLAUDE = ('[agents.claude-code]\nproject_instruction_path = ".claude/CLAUDE.md"\n'
-          'project_skills_path = ".claude/skills"\n\n'
-          '[agents.claude-code.detect]\npaths = [".claude"]\n')
-CODEX = '[agents.codex]\nproject_instruction_path = "AGENTS.md"\n'
-KILL = ("import os, signal, sys\n"
-        "from aikito_mem.commands.adopt import run\n"
-        "def die(*a, **k):\n"
-        "    os.kill(os.getpid(), signal.SIGKILL)\n"
-        "setattr(run._Run, sys.argv[1], die)\n"
-        "from aikito_mem.cli import main\n"
-        "sys.argv[1:2] = []\n"
-        "main()\n")
-
-
 @attrs.frozen
 class Kind:
     """One kind of TARGET: where it is in the checkout, what it holds (path relative to
@@ -81,12 +65,7 @@ def world(ws: WS) -> tuple[WS, Path]:
     agents codex (``AGENTS.md``) and claude-code (``.claude/CLAUDE.md``,
     ``.claude/skills``, detected)."""
     ws.add_file("style.md", "style\n")
-    ws.add_skill("base")
-    ws.add_agent("codex", CODEX)
-    ws.add_agent("claude-code", CLAUDE)
-    os.makedirs(f"{ws.home}/.claude", exist_ok=True)
-    co = Path(ws.checkout("co"))
-    ws.write_config("demo", raw=CONFIG.format(co=json.dumps(str(co))))
+    co = adopt_world(ws, CONFIG, {"codex": CODEX, "claude-code": CLAUDE_SKILLS})
     res = invoke("--workspace", ws.root, "sync", "project", "demo")
     assert res.exit_code == 0, res.output
     return ws, co
@@ -126,19 +105,6 @@ def listed(ws: WS, kind: Kind) -> bool:
         return True
     with open(ws.config_path("demo"), "rb") as f:
         return kind.ref in tomllib.load(f).get(kind.key, [])
-
-
-def adopt_json(ws: WS, target: Path, *args: str) -> tuple[int, dict[str, Any]]:
-    res = invoke("--workspace", ws.root, "adopt", str(target), "--json", *args, catch=True)
-    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
-    return res.exit_code, one_json(res.stdout)
-
-
-def killed_at(ws: WS, target: Path, step: str) -> None:
-    """``aikito adopt TARGET`` in a real process, SIGKILLed as ``_Run.<step>`` starts."""
-    proc = subprocess.run([sys.executable, "-c", KILL, step, "--workspace", ws.root,
-                           "adopt", str(target)], capture_output=True, timeout=120)
-    assert proc.returncode == -9, proc.stderr
 
 
 def linked(ws: WS, kind: Kind, target: Path, co: Path) -> None:

@@ -15,55 +15,19 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.cli import invoke, one_json
+from tests.helpers.adopt import CLAUDE_SKILLS as CLAUDE
+from tests.helpers.adopt import adopt_json, adopt_world, killed_at, refused
+from tests.helpers.adopt import skill_dir as make_skill
+from tests.helpers.cli import invoke
 from tests.helpers.snapshots import changed, snapshot
 from tests.helpers.workspace import WS
 
 CONFIG = 'paths = [{co}]\nmemory = []\nskills = ["base"]\n'
-CLAUDE = ('[agents.claude-code]\nproject_instruction_path = ".claude/CLAUDE.md"\n'
-          'project_skills_path = ".claude/skills"\n\n'
-          '[agents.claude-code.detect]\npaths = [".claude"]\n')
-
-
 @pytest.fixture
 def world(ws: WS) -> tuple[WS, Path]:
     """Project ``demo`` (skill ``base``), checkout ``co``; agent claude-code with
     ``.claude/skills``, detected."""
-    ws.add_skill("base")
-    ws.add_agent("claude-code", CLAUDE)
-    os.makedirs(f"{ws.home}/.claude", exist_ok=True)
-    co = Path(ws.checkout("co"))
-    ws.write_config("demo", raw=CONFIG.format(co=json.dumps(str(co))))
-    return ws, co
-
-
-def make_skill(where: Path, name: str = "review", text: str = "# review\n") -> Path:
-    path = where / name
-    (path / "scripts").mkdir(parents=True)
-    (path / "SKILL.md").write_text(text)
-    (path / "scripts" / "run.sh").write_text("echo hi\n")
-    return path
-
-
-def adopt_json(ws: WS, target: Path | str, *args: str) -> tuple[int, dict[str, Any]]:
-    res = invoke("--workspace", ws.root, "adopt", str(target), "--json", *args, catch=True)
-    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
-    return res.exit_code, one_json(res.stdout)
-
-
-def refused(ws: WS, target: Path | str, code: str, exit_code: int = 1,
-            *also: Path) -> dict[str, Any]:
-    """Dry run and real run alike: refused with ``code`` (exit ``exit_code``), nothing
-    changed in the workspace, its base or ``also``."""
-    roots = (ws.base, ws.home, *also)
-    before = snapshot(*roots)
-    doc: dict[str, Any] = {}
-    for args in (("--dry-run",), ()):
-        rc, doc = adopt_json(ws, target, *args)
-        assert (rc, doc["error"]["code"]) == (exit_code, f"adopt.{code}"), doc
-        assert [s["status"] for s in doc["steps"]] == ["not_applied"] * 3
-    assert changed(before, snapshot(*roots)) == set()
-    return doc
+    return ws, adopt_world(ws, CONFIG, {"claude-code": CLAUDE})
 
 
 # ----------------------------------------------------------------- symlinks on the way
@@ -224,6 +188,23 @@ def _swap_before_move(monkeypatch: pytest.MonkeyPatch, target: Path, away: Path,
     monkeypatch.setattr(treemove, "move", swapped)
 
 
+def _directory_swapped_in(ws: WS, co: Path, monkeypatch: pytest.MonkeyPatch
+                          ) -> tuple[Path, Path, bytes]:
+    """Skill ``review`` in ``.claude/skills``, swapped just before the move (to ``away``)
+    for a directory holding ``other.txt``; returns TARGET, ``away`` and the ``agent.toml``
+    bytes before."""
+    target = make_skill(co / ".claude/skills")
+    away = ws.base / "away"
+    cfg = Path(ws.config_path("demo")).read_bytes()
+
+    def other() -> None:
+        target.mkdir()
+        (target / "other.txt").write_text("other\n")
+
+    _swap_before_move(monkeypatch, target, away, other)
+    return target, away, cfg
+
+
 def test_name_swapped_for_a_symlink_before_the_move_loses_nothing(
     world: tuple[WS, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -255,15 +236,7 @@ def test_name_swapped_for_another_directory_before_the_move_is_stale(
     renamed back and the run refused as stale (exit 3) — nothing listed, nothing in the
     workspace, the examined directory untouched where it was put."""
     ws, co = world
-    target = make_skill(co / ".claude/skills")
-    away = ws.base / "away"
-    cfg = Path(ws.config_path("demo")).read_bytes()
-
-    def other() -> None:
-        target.mkdir()
-        (target / "other.txt").write_text("other\n")
-
-    _swap_before_move(monkeypatch, target, away, other)
+    target, away, cfg = _directory_swapped_in(ws, co, monkeypatch)
     rc, doc = adopt_json(ws, target)
     assert (rc, doc["outcome"], doc["error"]["code"]) == (3, "stale", "adopt.stale"), doc
     assert "another entry than the one examined" in doc["error"]["message"]
@@ -286,15 +259,7 @@ def test_a_swapped_entry_is_never_moved_back_over_a_new_one(
     from aikito_mem.commands.adopt import treemove
 
     ws, co = world
-    target = make_skill(co / ".claude/skills")
-    away = ws.base / "away"
-    cfg = Path(ws.config_path("demo")).read_bytes()
-
-    def other() -> None:
-        target.mkdir()
-        (target / "other.txt").write_text("other\n")
-
-    _swap_before_move(monkeypatch, target, away, other)
+    target, away, cfg = _directory_swapped_in(ws, co, monkeypatch)
     real = fsutil.rename_noreplace
 
     def retaken(src: str, dst: str, **kw: Any) -> None:
@@ -314,16 +279,6 @@ def test_a_swapped_entry_is_never_moved_back_over_a_new_one(
     assert Path(ws.config_path("demo")).read_bytes() == cfg
 
 
-KILL = ("import os, signal, sys\n"
-        "from aikito_mem.commands.adopt import run\n"
-        "def die(*a, **k):\n"
-        "    os.kill(os.getpid(), signal.SIGKILL)\n"
-        "setattr(run._Run, sys.argv[1], die)\n"
-        "from aikito_mem.cli import main\n"
-        "sys.argv[1:2] = []\n"
-        "main()\n")
-
-
 @pytest.mark.parametrize("step", ["register", "link"])
 def test_sigkill_mid_adopt_keeps_the_content_once_and_a_sync_converges(
     world: tuple[WS, Path], step: str
@@ -333,14 +288,9 @@ def test_sigkill_mid_adopt_keeps_the_content_once_and_a_sync_converges(
     (never a half-moved tree).  Not listed (the kill before the edit), the same adopt
     again lists it and links it back; listed, a sync links it back: the checkout
     converges."""
-    import subprocess
-    import sys
-
     ws, co = world
     target = make_skill(co / ".claude/skills")
-    proc = subprocess.run([sys.executable, "-c", KILL, step, "--workspace", ws.root,
-                           "adopt", str(target)], capture_output=True, timeout=120)
-    assert proc.returncode == -9, proc.stderr
+    killed_at(ws, target, step)
     moved = Path(ws.root, "skills/review")
     assert not os.path.lexists(target)
     assert sorted(p.name for p in moved.rglob("*")) == ["SKILL.md", "run.sh", "scripts"]
