@@ -130,6 +130,16 @@ def assert_stale(info: pytest.ExceptionInfo[StalePlanError], expected: str) -> N
     assert {s.value for s in exc.result.statuses} == {"not_applied"}
 
 
+def stale_and_untouched(ws: WS, run: Callable[[], object], expected: str) -> None:
+    """``run()`` (the plan's execution) raises :class:`StalePlanError` as
+    :func:`assert_stale` describes, and the whole tree is as it was before it."""
+    before = snapshot(*ws.roots())
+    with pytest.raises(StalePlanError) as info:
+        run()
+    assert snapshot(*ws.roots()) == before
+    assert_stale(info, expected)
+
+
 def cleaner(ws: WS) -> Cleaner:
     return Cleaner(resolve_workspace(ws.root), "demo", None)
 
@@ -145,11 +155,7 @@ def test_a_clean_planned_before_the_change_is_stale(ws: WS, case: str) -> None:
     plan = cleaner(ws).plan()
     assert writes(plan) == {Action.UNLINK}
     mutate(ws, co)
-    before = snapshot(*ws.roots())
-    with pytest.raises(StalePlanError) as info:
-        execute(plan)
-    assert snapshot(*ws.roots()) == before
-    assert_stale(info, expected)
+    stale_and_untouched(ws, lambda: execute(plan), expected)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -160,11 +166,7 @@ def test_a_sync_planned_before_the_change_is_stale(ws: WS, case: str) -> None:
     plan = project.plan()
     assert Action.CREATE in writes(plan)
     mutate(ws, co)
-    before = snapshot(*ws.roots())
-    with pytest.raises(StalePlanError) as info:
-        project.execute(plan)
-    assert snapshot(*ws.roots()) == before
-    assert_stale(info, expected)
+    stale_and_untouched(ws, lambda: project.execute(plan), expected)
 
 
 # -- what a clean prunes ([L3]) and a sync prunes ([P2]) --------------------------------
@@ -212,11 +214,7 @@ def test_a_clean_whose_pruned_directories_changed_is_stale_before_any_write(
     pruned = {op.target[len(co) + 1:] for op in plan.operations if op.entry == "directory"}
     assert pruned == {".agents", ".agents/skills", ".claude", ".claude/skills"}
     mutate(ws, co)
-    before = snapshot(*ws.roots())
-    with pytest.raises(StalePlanError) as info:
-        execute(plan)
-    assert snapshot(*ws.roots()) == before
-    assert_stale(info, expected)
+    stale_and_untouched(ws, lambda: execute(plan), expected)
 
 
 def test_a_clean_planned_without_agents_is_stale_when_it_appears(ws: WS) -> None:
@@ -226,11 +224,8 @@ def test_a_clean_planned_without_agents_is_stale_when_it_appears(ws: WS) -> None
     assert writes(plan) == {Action.UNLINK}  # in .claude/skills
     os.makedirs(f"{co}/.agents/skills")
     skill_link(ws, f"{co}/.agents/skills/review")
-    before = snapshot(*ws.roots())
-    with pytest.raises(StalePlanError) as info:
-        execute(plan)
-    assert snapshot(*ws.roots()) == before
-    assert_stale(info, "/.agents is now a directory (was nothing)")
+    stale_and_untouched(ws, lambda: execute(plan),
+                        "/.agents is now a directory (was nothing)")
 
 
 def test_a_sync_whose_pruned_directory_gained_an_entry_is_stale_before_any_write(
@@ -246,11 +241,8 @@ def test_a_sync_whose_pruned_directory_gained_an_entry_is_stale_before_any_write
             if op.action is Action.UNLINK} == {("link", ".agents/memory/team/a.md"),
                                                ("directory", ".agents/memory/team")}
     Path(co, ".agents", "memory", "team", "mine.txt").write_text("mine\n")
-    before = snapshot(*ws.roots())
-    with pytest.raises(StalePlanError) as info:
-        project.execute(plan)
-    assert snapshot(*ws.roots()) == before
-    assert_stale(info, "/.agents/memory/team now holds 'mine.txt'")
+    stale_and_untouched(ws, lambda: project.execute(plan),
+                        "/.agents/memory/team now holds 'mine.txt'")
 
 
 # -- through the command line ----------------------------------------------------------
