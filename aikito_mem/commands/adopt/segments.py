@@ -61,9 +61,8 @@ if TYPE_CHECKING:
 
 
 @attrs.frozen
-class Found:
-    """What :func:`aikito_mem.commands.adopt.plan.validate` established before handing
-    over: the checkout holding TARGET and TARGET itself."""
+class Where:
+    """The checkout holding TARGET and the place it names; alone, [E5] TARGET absent."""
 
     ws: Workspace
     config: ProjectConfig
@@ -72,26 +71,20 @@ class Found:
     #: Physical path of TARGET, and relative to the checkout root.
     physical: str
     rel: str
-    st: os.stat_result
-    kind: EntryType
-
-
-@attrs.frozen
-class Where:
-    """[E5] TARGET absent: the checkout and the place it names (what :class:`Found` holds
-    but TARGET's own ``lstat``)."""
-
-    ws: Workspace
-    config: ProjectConfig
-    label: str
-    checkout: str
-    physical: str
-    rel: str
 
     def found(self, st: os.stat_result, kind: EntryType) -> Found:
         """As :class:`Found`, with the destination's ``lstat`` for TARGET's."""
-        return Found(self.ws, self.config, self.label, self.checkout, self.physical,
-                     self.rel, st, kind)
+        place = {f.name: getattr(self, f.name) for f in attrs.fields(Where)}
+        return Found(**place, st=st, kind=kind)
+
+
+@attrs.frozen
+class Found(Where):
+    """What :func:`aikito_mem.commands.adopt.plan.validate` established before handing
+    over: the checkout holding TARGET and TARGET itself (its ``lstat``)."""
+
+    st: os.stat_result
+    kind: EntryType
 
 
 def validate(found: Found, environ: Mapping[str, str] | None) -> Adoption:
