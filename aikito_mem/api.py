@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -41,6 +42,9 @@ from aikito_mem.planner.project import plan_project
 from aikito_mem.values import Value, record
 from aikito_mem.world import checkouts as _checkouts
 from aikito_mem.world.observe import Observer, with_identity
+
+if TYPE_CHECKING:
+    from aikito_mem.world.git import WorktreeAnswers
 
 
 @record
@@ -208,19 +212,23 @@ class Project:
     # -- planning -----------------------------------------------------------------------
 
     def _slots(
-        self, path: str | None, observer: Observer, *, register: bool
+        self, path: str | None, observer: Observer, *, register: bool,
+        worktrees: WorktreeAnswers | None = None,
     ) -> tuple[tuple[_checkouts.Slot, ...], str | None, str | None]:
+        home = self._home()
         if path is None:
-            return _checkouts.slots(self.config, observer, home=self._home()), None, None
-        slot, registered = _checkouts.explicit_slot(self.config, path, observer,
-                                                    home=self._home())
+            return (_checkouts.slots(self.config, observer, home=home, worktrees=worktrees),
+                    None, None)
+        slot, registered = _checkouts.explicit_slot(self.config, path, observer, home=home,
+                                                    worktrees=worktrees)
         given = _checkouts.given_path(path)
         if not register or registered:
             return (slot,), given, None
         from aikito_mem.config.write import plan_registration  # tomlkit: only to register
 
         active = [(s.label, s.path)
-                  for s in _checkouts.slots(self.config, observer, home=self._home())
+                  for s in _checkouts.slots(self.config, observer, home=home,
+                                            worktrees=worktrees)
                   if s.state is CheckoutState.ACTIVE]
         return (slot,), given, plan_registration(self.config, given, slot.path,
                                                  home=self._home(), active=active)
@@ -313,29 +321,43 @@ class Project:
         :class:`ConfigError`."""
         lock_timeout = check_timeout(lock_timeout)
         moved = moved_root(moved_from, self.workspace)
+        answers = None
+        if self.config.worktrees:  # [L6]: one `git worktree list` per checkout per call
+            from aikito_mem.world.git import WorktreeAnswers
+
+            answers = WorktreeAnswers()
         with signals.installed(), Locks() as locks:
             plan = self.plan_locked(path, register=register, locks=locks,
-                                    lock_timeout=lock_timeout, moved_from=moved)
-            # The guard re-uses this parse while agent.toml keeps its bytes ([E9], [P6]).
+                                    lock_timeout=lock_timeout, moved_from=moved,
+                                    worktrees=answers)
+            # The guard re-uses this parse while agent.toml keeps its bytes ([E9], [P6]),
+            # and git's answers for this very plan object only ([L6]).
+            if answers is not None:
+                answers.made(plan)
             return execute(plan, locks=locks, environ=self._environ, config=self.config,
-                           home=self.home)
+                           home=self.home, worktrees=answers)
 
     def plan_locked(
         self, path: str | None, *, register: bool, locks: Locks, lock_timeout: float,
-        moved_from: str | None = None,
+        moved_from: str | None = None, worktrees: WorktreeAnswers | None = None,
     ) -> Plan:
         """Take the locks of the checkouts ``path`` selects (into ``locks``, held by the
         caller) and plan under them — what ``sync`` executes, and what ``apply`` compares
-        a saved plan with ([E3], [E9])."""
+        a saved plan with ([E3], [E9]).  ``worktrees`` collects git's answers ([L6];
+        ``None``: asked and forgotten)."""
         observer = Observer()
-        slots, explicit, reg = self._slots(path, observer, register=register)
+        slots, explicit, reg = self._slots(path, observer, register=register,
+                                           worktrees=worktrees)
         locks.acquire([s.path for s in slots if s.state is CheckoutState.ACTIVE], lock_timeout)
         # Observe after the lock: a concurrent sync that held it has finished — and may
         # have changed agent.toml (registered this very path): re-read it, so the later
         # syncs find nothing left to do instead of a stale plan ([E3]).
         project = self._reloaded()
         if project is not self:
-            slots, explicit, reg = project._slots(path, Observer(), register=register)
+            if worktrees is not None:
+                worktrees.forget()  # another agent.toml: ask git again
+            slots, explicit, reg = project._slots(path, Observer(), register=register,
+                                                  worktrees=worktrees)
             locks.acquire(
                 [s.path for s in slots if s.state is CheckoutState.ACTIVE], lock_timeout
             )

@@ -18,6 +18,7 @@ import errno
 import os
 from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from aikito_mem import signals
 from aikito_mem.errors import ConflictError, ExecutionError, InterruptedError_, StalePlanError
@@ -40,6 +41,9 @@ from aikito_mem.model import (
 from aikito_mem.outcome import segment_results
 from aikito_mem.planner.moved import R_MOVED
 from aikito_mem.world import observe
+
+if TYPE_CHECKING:
+    from aikito_mem.world.git import WorktreeAnswers
 
 __all__ = ["Locks", "execute", "lock_fd", "open_root", "planned_result", "refused",
            "write_order"]
@@ -256,10 +260,8 @@ def _final_statuses(plan: Plan, applied: set[int], unknown: set[int],
 
 def refused(plan: Plan, outcome: str) -> SyncResult:
     """The result of a plan nothing was done for: every operation ``not_applied``."""
-    return SyncResult(
-        plan, tuple(Status.NOT_APPLIED for _ in plan.operations), outcome,
-        segments=segment_results(plan, halted=outcome),
-    )
+    return SyncResult(plan, tuple(Status.NOT_APPLIED for _ in plan.operations), outcome,
+                      segments=segment_results(plan, halted=outcome))
 
 
 def _blocked_error(plan: Plan, *, partial: bool, changed: bool = True) -> ConflictError:
@@ -289,6 +291,7 @@ def execute(
     environ: Mapping[str, str] | None = None,
     config: ProjectConfig | None = None,
     home: str | None = None,
+    worktrees: WorktreeAnswers | None = None,
 ) -> SyncResult:
     """Execute ``plan`` exactly; raise on conflict, drift, failure or signal.
 
@@ -296,7 +299,8 @@ def execute(
     verification and the writer's check read ``PATH`` and the home directory from it,
     as planning did ([H5]).  ``config`` (and the ``home`` it was parsed with) is the
     caller's parse of ``agent.toml``, which the writer's guard re-uses when the live
-    bytes are its bytes and ``home`` is the environment's ([E9], [P6]).
+    bytes are its bytes and ``home`` is the environment's ([E9], [P6]); ``worktrees``, the
+    git answers the same call planned with, only for that very plan object ([L6]).
 
     The SIGINT/SIGTERM handlers of :mod:`aikito_mem.signals` are installed for the
     duration (nested inside the command line's, if it installed them): waiting for the
@@ -314,7 +318,7 @@ def execute(
     with signals.installed():
         try:
             _checked(plan, held, own_locks, lock_timeout, always_verify, environ,
-                     (config, home))
+                     (config, home, worktrees))
             with signals.deferred():
                 return _apply(plan, held)
         finally:
@@ -331,10 +335,10 @@ def _verify() -> ModuleType:
 
 def _checked(plan: Plan, held: Locks, own_locks: bool, lock_timeout: float,
              always_verify: bool, environ: Mapping[str, str] | None,
-             known: tuple[ProjectConfig | None, str | None]) -> None:
-    """Lock ([E3]), verify ([E2]), guard ([E9]; ``known``: the caller's agent.toml parse
-    and home), then the directories the plan prunes ([E2]).  Nothing is in flight here:
-    a signal ends it at once, with nothing written."""
+             known: tuple[ProjectConfig | None, str | None, WorktreeAnswers | None]) -> None:
+    """Lock ([E3]), verify ([E2]), guard ([E9]; ``known``: the caller's agent.toml parse,
+    home and git answers), then the directories the plan prunes ([E2]).  A signal ends
+    it at once, with nothing written."""
     try:
         with signals.interruptible():
             if own_locks:
@@ -349,7 +353,7 @@ def _checked(plan: Plan, held: Locks, own_locks: bool, lock_timeout: float,
     if not diffs and plan.has_changes:  # a plan without writes passes the guard at once
         from aikito_mem.executor.guard import check
 
-        check(plan, environ=environ, config=known[0], home=known[1])
+        check(plan, environ=environ, config=known[0], home=known[1], worktrees=known[2])
         diffs = _verify().prune_differences(plan, held)
     if diffs:
         raise StalePlanError(

@@ -11,6 +11,7 @@ docs/design.md ("The writer's guard") lists every rule.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -34,6 +35,9 @@ from aikito_mem.model import (
 from aikito_mem.planner.memory import history, owns
 from aikito_mem.planner.moved import R_MOVED, moved_literal, relink_target
 from aikito_mem.values import PlanKind, Value
+
+if TYPE_CHECKING:
+    from aikito_mem.world.git import WorktreeAnswers
 
 _CREATE, _UNLINK = Action.CREATE, Action.UNLINK
 
@@ -195,7 +199,8 @@ SEGMENTS: dict[SegmentName, SegmentRule] = {
 
 
 def _refusals(plan: Plan, environ: Mapping[str, str] | None, known: ProjectConfig | None,
-              known_home: str | None) -> Iterator[str]:
+              known_home: str | None, worktrees: WorktreeAnswers | None
+              ) -> Iterator[str]:
     try:
         config, home = live_config(plan, environ, known, known_home)
     except ConfigError as exc:
@@ -217,7 +222,7 @@ def _refusals(plan: Plan, environ: Mapping[str, str] | None, known: ProjectConfi
             yield ("the plan registers a checkout without the sha256 of agent.toml that the "
                    "compare-and-swap needs ([K4])")
     try:
-        allowed, how = allowed_checkouts(plan, config, home)
+        allowed, how = allowed_checkouts(plan, config, home, worktrees)
     except ConfigError as exc:
         yield f"the checkout named explicitly cannot be used: {exc.message}"
         return
@@ -316,7 +321,8 @@ def _refuse(op: Operation, ctx: _Context, active: set[str],
 
 
 def check(plan: Plan, *, environ: Mapping[str, str] | None = None,
-          config: ProjectConfig | None = None, home: str | None = None) -> None:
+          config: ProjectConfig | None = None, home: str | None = None,
+          worktrees: WorktreeAnswers | None = None) -> None:
     """Refuse ``plan`` before its first write unless every write is one the engine
     derives (see the module documentation).  A plan without writes passes at once.
 
@@ -324,7 +330,8 @@ def check(plan: Plan, *, environ: Mapping[str, str] | None = None,
     process's).  ``config`` is the engine's own parse of ``agent.toml`` (with the ``home``
     it expanded ``~`` with), passed by whoever planned: the guard still reads the live
     bytes and re-uses that parse only when they are its bytes and that home is the
-    environment's."""
+    environment's.  ``worktrees``: git's answers of the call that made ``plan``, re-used
+    only for that very plan object ([L6], see :func:`allowed_checkouts`)."""
     if not plan.has_changes:
         return
     from shlex import quote
@@ -336,7 +343,7 @@ def check(plan: Plan, *, environ: Mapping[str, str] | None = None,
         refusals = tuple(dict.fromkeys(guard_clean.refusals(plan, environ)))
         again = guard_clean.again(plan)
     else:
-        refusals = tuple(dict.fromkeys(_refusals(plan, environ, config, home)))
+        refusals = tuple(dict.fromkeys(_refusals(plan, environ, config, home, worktrees)))
     if refusals:
         n = len(refusals)
         raise UnsafePlanError(

@@ -12,9 +12,13 @@ plan.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from aikito_mem.errors import ConfigError
 from aikito_mem.model import CheckoutState, Plan, ProjectConfig
+
+if TYPE_CHECKING:
+    from aikito_mem.world.git import WorktreeAnswers
 
 __all__ = ["allowed_checkouts", "checkout_refusals", "clean_checkouts", "foreign_checkout",
            "live_config"]
@@ -41,20 +45,34 @@ def live_config(plan: Plan, environ: Mapping[str, str] | None, known: ProjectCon
                                 config_path=config_path, home=home or ""), home
 
 
-def allowed_checkouts(plan: Plan, config: ProjectConfig, home: str | None
-                      ) -> tuple[set[str], str]:
+def allowed_checkouts(plan: Plan, config: ProjectConfig, home: str | None,
+                      worktrees: WorktreeAnswers | None = None) -> tuple[set[str], str]:
     """Physical paths a write may go to, and how they were found (for messages): never a
-    place [H1] refuses, whatever the plan says."""
+    place [H1] refuses, whatever the plan says.
+
+    ``worktrees`` ([L6]): git's answers of the call that made ``plan``; re-used only when
+    they were bound to this very plan object and the checkouts they give are exactly the
+    active ones the plan records — otherwise git is asked afresh.  Every other check
+    ([H1] included) is made from the live world either way."""
     from aikito_mem.world import checkouts as _checkouts
     from aikito_mem.world.observe import Observer
 
+    answers = worktrees.for_plan(plan) if worktrees is not None else None
     if plan.explicit_path is not None:
         slot, _ = _checkouts.explicit_slot(config, plan.explicit_path, Observer(),
-                                           home=home or "")
+                                           home=home or "", worktrees=answers)
         return {slot.path}, f"the checkout named explicitly ({plan.explicit_path})"
-    active = {s.path for s in _checkouts.slots(config, Observer(), home=home or "")
-              if s.state is CheckoutState.ACTIVE}
-    return active, f"the active checkouts {config.config_path} lists"
+
+    def active(known: WorktreeAnswers | None) -> set[str]:
+        return {s.path for s in _checkouts.slots(config, Observer(), home=home or "",
+                                                 worktrees=known)
+                if s.state is CheckoutState.ACTIVE}
+
+    found = active(answers)
+    if answers is not None and found != {co.path for co in plan.checkouts
+                                         if co.state is CheckoutState.ACTIVE}:
+        found = active(None)
+    return found, f"the active checkouts {config.config_path} lists"
 
 
 def clean_checkouts(plan: Plan, environ: Mapping[str, str] | None

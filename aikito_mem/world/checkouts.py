@@ -25,6 +25,7 @@ an explicit PATH, it is a configuration error (exit 4, nothing written or regist
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from aikito_mem import layout
 from aikito_mem.config.candidates import lexical_key
@@ -41,6 +42,9 @@ from aikito_mem.model import (
 from aikito_mem.values import Value, record, replace
 from aikito_mem.views import CheckoutView
 from aikito_mem.world.observe import Observer
+
+if TYPE_CHECKING:  # the git room (subprocess) is imported only to ask git
+    from aikito_mem.world.git import WorktreeAnswers
 
 
 @record
@@ -233,14 +237,16 @@ def _places(config: ProjectConfig, home: str | None, observer: Observer) -> Plac
 
 
 def slots(config: ProjectConfig, observer: Observer, *, strict: bool = False,
-          home: str | None = None) -> tuple[Slot, ...]:
+          home: str | None = None, worktrees: WorktreeAnswers | None = None
+          ) -> tuple[Slot, ...]:
     """Every candidate of ``config``, de-duplicated ([K1]): active ones by identity,
     others by lexical path; the first label wins.
 
     An active checkout that [H1] refuses is an invalid slot (its ``code`` says why); with
     ``strict`` (``init project``: a checkout given explicitly) it raises that
     :class:`ConfigError` instead.  ``home``: the home directory
-    of the run's environment (``None``: the process's).
+    of the run's environment (``None``: the process's).  ``worktrees``: the answers of
+    ``git worktree list`` this call already has ([L6]; ``None``: ask git).
     """
     out: list[Slot] = []
     seen: set[object] = set()
@@ -269,12 +275,13 @@ def slots(config: ProjectConfig, observer: Observer, *, strict: bool = False,
         add(cand)
     if config.worktrees:
         for registered in [s for s in out if s.state is CheckoutState.ACTIVE]:
-            for cand in worktree_candidates(registered):
+            for cand in worktree_candidates(registered, worktrees):
                 add(cand)
     return tuple(out)
 
 
-def worktree_candidates(registered: Slot) -> list[Candidate]:
+def worktree_candidates(registered: Slot, answers: WorktreeAnswers | None = None
+                        ) -> list[Candidate]:
     """[L6]: every other worktree of the repository of an active registered checkout
     (``git worktree list --porcelain -z``, one call), as a candidate labelled
     ``<label>@<worktree directory name>``; bare entries are skipped.  A registered
@@ -282,7 +289,7 @@ def worktree_candidates(registered: Slot) -> list[Candidate]:
     worktree.  Not a work tree, or git unavailable: none."""
     from aikito_mem.world import git
 
-    found = git.worktrees(registered.path)
+    found = (answers.worktrees if answers is not None else git.worktrees)(registered.path)
     if not isinstance(found, tuple):
         return []
     tops = sorted((os.path.realpath(wt.path) for wt in found if not wt.bare),
@@ -341,7 +348,8 @@ def given_path(path: str) -> str:
 
 
 def explicit_slot(
-    config: ProjectConfig, path: str, observer: Observer, *, home: str | None = None
+    config: ProjectConfig, path: str, observer: Observer, *, home: str | None = None,
+    worktrees: WorktreeAnswers | None = None,
 ) -> tuple[Slot, bool]:
     """The one checkout of ``sync project NAME PATH`` and whether it is registered ([K4]):
     a registered candidate that is the same directory (by identity) counts.  A place
@@ -385,7 +393,7 @@ def explicit_slot(
     if registered is None and config.worktrees:
         # [L6]: a discovered worktree named explicitly is a checkout already: never
         # registered.
-        for other_slot in slots(config, observer, home=home):
+        for other_slot in slots(config, observer, home=home, worktrees=worktrees):
             if other_slot.identity == slot.identity:
                 registered = other_slot.label
                 break

@@ -231,6 +231,71 @@ def worktrees(path: str) -> tuple[Worktree, ...] | _Outside | Unavailable:
     return parse_worktrees(printed)
 
 
+class WorktreeAnswers:
+    """[L6]: the ``git worktree list`` answers of one sync call — each directory asked
+    once, so planning and the writer's guard of that call share one subprocess per
+    registered checkout.
+
+    An answer gets in only by asking git (:meth:`worktrees`), which also records the
+    identity (device, inode, generation) of each worktree directory it lists, observed
+    right after git answered.  The guard re-uses them (:meth:`for_plan`) only for the plan
+    they were bound to (:meth:`made`, by identity: the very plan object the same call made
+    with them, never a saved plan, [E9]) and only while every listed worktree directory is
+    still the one git listed — a worktree removed or replaced since makes the guard ask git
+    afresh; whatever it wrote goes through the descriptor [E2] verified."""
+
+    __slots__ = ("_answers", "_plan", "_seen")
+
+    def __init__(self) -> None:
+        self._answers: dict[str, tuple[Worktree, ...] | _Outside | Unavailable] = {}
+        self._seen: dict[str, tuple[int, int, int | None] | None] = {}
+        self._plan: object | None = None
+
+    def worktrees(self, path: str) -> tuple[Worktree, ...] | _Outside | Unavailable:
+        """:func:`worktrees` of ``path``, asked once."""
+        if path not in self._answers:
+            found = self._answers[path] = worktrees(path)
+            if isinstance(found, tuple):
+                for wt in found:
+                    if not wt.bare:
+                        self._seen[wt.path] = _identity(wt.path)
+        return self._answers[path]
+
+    def forget(self) -> None:
+        """Drop every answer (the configuration was re-read: ask again)."""
+        self._answers.clear()
+        self._seen.clear()
+
+    def made(self, plan: object) -> None:
+        """Bind these answers to the plan made with them; only the first binding counts."""
+        if self._plan is None:
+            self._plan = plan
+
+    def for_plan(self, plan: object) -> WorktreeAnswers | None:
+        """``self`` for the plan they were bound to while every worktree directory they
+        list is still the one git listed, else ``None`` (ask git afresh)."""
+        if self._plan is None or self._plan is not plan:
+            return None
+        if any(_identity(path) != seen for path, seen in self._seen.items()):
+            return None
+        return self
+
+
+def _identity(path: str) -> tuple[int, int, int | None] | None:
+    """(device, inode, generation) of the directory ``path`` reaches; ``None`` when none."""
+    from aikito_mem.model import Kind
+    from aikito_mem.world.observe import from_stat, with_identity
+
+    try:
+        obs = from_stat(os.stat(path))
+    except OSError:
+        return None
+    if obs.kind is not Kind.DIR:
+        return None
+    obs = with_identity(path, obs)
+    return obs.dev, obs.ino, obs.gen
+
+
 def parse_worktrees(data: bytes) -> tuple[Worktree, ...]:
     """The records of ``worktree list --porcelain -z``: attribute fields ending in NUL,
     a record ending in an empty field.  Pure."""
