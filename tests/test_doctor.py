@@ -104,7 +104,7 @@ def test_memory_root_missing_or_not_a_directory(tmp_path: Path) -> None:
     shutil.rmtree(ws / "memory")
     [root] = checks(run(str(ws)), "memory.root")
     assert root.status == "error" and "does not exist" in root.message
-    assert root.remedy == f"mkdir {ws.resolve()}/memory"
+    assert (root.remedy, root.commands) == ("create it", (f"mkdir {ws.resolve()}/memory",))
     (ws / "projects" / "demo" / "agent.toml").write_text("paths = []\n")
     [root] = checks(run(str(ws)), "memory.root")
     assert root.status == "warning"  # no project references shared memory
@@ -127,7 +127,7 @@ def test_notes_dir_checks(tmp_path: Path) -> None:
     (ws / "projects" / "demo" / "memory" / "notes").unlink()
     (ws / "projects" / "demo" / "memory" / "notes").symlink_to(tmp_path / "gone")
     [notes] = checks(run(str(ws)), "notes.dir")
-    assert notes.status == "warning" and "mkdir -p" in notes.remedy
+    assert notes.status == "warning" and notes.commands[0].startswith("mkdir -p ")
 
 
 @pytest.mark.parametrize("where", ["no project memory", "empty project memory"])
@@ -252,9 +252,10 @@ def test_git_ignore_checkout_and_worktree(tmp_path: Path) -> None:
         assert c.status == "warning"
         assert "git does not ignore .agents/memory/ and .agents/skills/" in c.message
         assert c.path == exclude  # the worktree shares the main repository's exclude
-        assert c.remedy == (
-            f"aikito doctor --fix (adds /.agents/memory/ and /.agents/skills/ to "
-            f"{exclude}), or: printf '/.agents/memory/\\n/.agents/skills/\\n' >> {exclude}")
+        assert c.remedy == f"to add /.agents/memory/ and /.agents/skills/ to {exclude}, run"
+        assert c.commands == (
+            "aikito doctor --fix", f"printf '/.agents/memory/\\n/.agents/skills/\\n' >> {exclude}")
+        assert c.remedy_text == f"{c.remedy}: aikito doctor --fix, or: {c.commands[1]}"
     assert d.exit_code == 0 and run(str(ws), strict=True).exit_code == 1
     with open(exclude, "a") as fh:
         fh.write(".agents/memory/\n")

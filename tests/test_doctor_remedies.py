@@ -1,7 +1,8 @@
 """[U2] ``aikito doctor``'s remedies paste where the command ran: every path a remedy
 names relative to the current directory when below it, else ``~/``, else absolute (a
 literal that must stay absolute, or be found in a file, kept exactly); every remedy on
-a line of its own, indented four spaces, wrapped with a hanging indent.  Exact text,
+a line of its own, indented four spaces, wrapped with a hanging indent, and each command
+it names whole on a line of its own at the hanging indent, never wrapped.  Exact text,
 from inside a checkout, from its parent, from the home directory and from outside it —
 and each remedy pasted into a real shell."""
 
@@ -52,9 +53,9 @@ def _git_lines(co: str, exclude: str) -> list[str]:
         f"warning  git.ignore        checkout 1 ({co}): git does not ignore .agents/memory/ and "
         ".agents/skills/ — aikito's links there (absolute paths of this machine) show up in git "
         "status and can be committed",
-        "    remedy: aikito doctor --fix (adds /.agents/memory/ and "
-        f"/.agents/skills/ to {exclude}), or: printf '/.agents/memory/\\n/.agents/skills/\\n' "
-        f">> {exclude}",
+        f"    remedy: to add /.agents/memory/ and /.agents/skills/ to {exclude}, run one of:",
+        "        aikito doctor --fix",
+        f"        printf '/.agents/memory/\\n/.agents/skills/\\n' >> {exclude}",
     ]
 
 
@@ -69,7 +70,7 @@ def test_the_exclude_remedy_names_the_file_where_doctor_ran(
         exclude: str) -> None:
     """In the checkout ``.git/info/exclude``, in its parent ``repo/.git/info/exclude``,
     in the home directory ``co/repo/…``, elsewhere under it ``~/co/repo/…``; and the
-    ``printf`` part, pasted there, is the fix (doctor then says ok)."""
+    ``printf`` line, pasted there as printed, is the fix (doctor then says ok)."""
     ws, co = world
     cwd = os.path.join(home, where) if where else home
     monkeypatch.chdir(cwd)
@@ -78,7 +79,8 @@ def test_the_exclude_remedy_names_the_file_where_doctor_ran(
     assert res.stdout.splitlines() == [
         f"workspace {ws.root} (AIKITO_DIR)", *_git_lines(co, exclude),
         "doctor: 4 ok, 1 warning, 0 errors"]
-    command = res.stdout.splitlines()[2].split(", or: ", 1)[1]
+    command = res.stdout.splitlines()[4]
+    assert command.startswith("        printf ")
     pasted = paste(command, cwd, home)
     assert pasted.returncode == 0, pasted.stderr
     assert Path(co, ".git", "info", "exclude").read_text().endswith(
@@ -109,29 +111,37 @@ def test_every_remedy_of_a_report_has_one_layout(
     assert lines[at:at + len(short)] == short
     assert lines[at + len(short)].startswith("warning  git.ignore ")  # the next check
     width = int(columns)
+    commands = {"        aikito doctor --fix",
+                "        printf '/.agents/memory/\\n/.agents/skills/\\n' >> .git/info/exclude"}
+    assert commands <= set(lines)  # a command wider than the line: whole, on its own
     for line in lines:
-        assert len(line) <= width or len(line.split()) == 1, line
+        assert len(line) <= width or len(line.split()) == 1 or line in commands, line
 
 
-def test_a_long_remedy_wraps_with_a_hanging_indent(
-        world: tuple[WS, str], monkeypatch: pytest.MonkeyPatch) -> None:
-    """[U2]: a remedy wider than the line hangs four deeper than its ``remedy:`` — at 60
-    and 100 columns."""
+_PRINTF = "printf '/.agents/memory/\\n/.agents/skills/\\n' >> .git/info/exclude"
+
+
+@pytest.mark.parametrize(("columns", "remedy"), [
+    ("60", ["    remedy: to add /.agents/memory/ and /.agents/skills/ to",
+            "        .git/info/exclude, run one of:"]),
+    ("100", ["    remedy: to add /.agents/memory/ and /.agents/skills/ to .git/info/exclude, "
+             "run one of:"]),
+])
+def test_a_long_remedy_wraps_its_words_and_prints_its_commands_whole(
+        world: tuple[WS, str], home: str, monkeypatch: pytest.MonkeyPatch, columns: str,
+        remedy: list[str]) -> None:
+    """[U2]: a remedy's words wider than the line hang four deeper than its ``remedy:``;
+    each command it names stands whole on a line of its own at that indent — the
+    ``printf`` one wider than 60 columns too — and, pasted as printed, one line of it is
+    the fix."""
     _, co = world
     monkeypatch.chdir(co)
-    narrow = doctor(columns="60").stdout.splitlines()
-    first = "    remedy: aikito doctor --fix (adds /.agents/memory/ and"
-    assert narrow[narrow.index(first):-1] == [
-        first,
-        "        /.agents/skills/ to .git/info/exclude), or: printf",
-        "        '/.agents/memory/\\n/.agents/skills/\\n' >>",
-        "        .git/info/exclude"]
-    wide = doctor(columns="100").stdout.splitlines()
-    assert wide[wide.index("    remedy: aikito doctor --fix (adds /.agents/memory/ and "
-                           "/.agents/skills/ to .git/info/exclude),"):-1] == [
-        "    remedy: aikito doctor --fix (adds /.agents/memory/ and /.agents/skills/ to "
-        ".git/info/exclude),",
-        "        or: printf '/.agents/memory/\\n/.agents/skills/\\n' >> .git/info/exclude"]
+    lines = doctor(columns=columns).stdout.splitlines()
+    assert lines[lines.index(remedy[0]):-1] == [
+        *remedy, "        aikito doctor --fix", f"        {_PRINTF}"]
+    pasted = paste(lines[-2], co, home)
+    assert pasted.returncode == 0, pasted.stderr
+    assert doctor().stdout.splitlines()[-1] == "doctor: 5 ok, 0 warnings, 0 errors"
 
 
 def test_outside_the_home_directory_the_remedy_is_absolute(
@@ -141,10 +151,12 @@ def test_outside_the_home_directory_the_remedy_is_absolute(
     monkeypatch.setenv("HOME", "/nonexistent-home")  # neither base holds the checkout
     res = doctor(columns="1000")
     exclude = f"{co}/.git/info/exclude"
-    assert (f"    remedy: aikito doctor --fix (adds /.agents/memory/ "
-            f"and /.agents/skills/ to {exclude}), or: printf "
-            f"'/.agents/memory/\\n/.agents/skills/\\n' >> {exclude}"
-            ) in res.stdout.splitlines()
+    lines = res.stdout.splitlines()
+    at = lines.index(f"    remedy: to add /.agents/memory/ and /.agents/skills/ to {exclude}, "
+                     "run one of:")
+    assert lines[at + 1:at + 3] == [
+        "        aikito doctor --fix",
+        f"        printf '/.agents/memory/\\n/.agents/skills/\\n' >> {exclude}"]
 
 
 def test_the_doctor_fix_remedy_pasted_reaches_the_named_workspace(
@@ -156,11 +168,12 @@ def test_the_doctor_fix_remedy_pasted_reaches_the_named_workspace(
     monkeypatch.chdir(co)
     res = CliRunner().invoke(cli, ["--workspace", ws.root, "doctor"], catch_exceptions=False,
                              env={"COLUMNS": "1000"})
-    [remedy] = [line.strip() for line in res.stdout.splitlines() if "remedy:" in line]
-    assert remedy == ("remedy: aikito --workspace ~/ws doctor --fix (adds /.agents/memory/ and "
-                      "/.agents/skills/ to .git/info/exclude), or: printf "
-                      "'/.agents/memory/\\n/.agents/skills/\\n' >> .git/info/exclude")
-    command = remedy.removeprefix("remedy: ").split(" (adds ", 1)[0]
+    lines = res.stdout.splitlines()
+    at = lines.index("    remedy: to add /.agents/memory/ and /.agents/skills/ to "
+                     ".git/info/exclude, run one of:")
+    assert lines[at + 1:at + 3] == ["        aikito --workspace ~/ws doctor --fix",
+                                    f"        {_PRINTF}"]
+    command = lines[at + 1]
     pasted = paste(command, co, home)
     assert pasted.returncode == 0, pasted.stdout + pasted.stderr
     assert Path(co, ".git", "info", "exclude").read_text().count("/.agents/memory/\n") == 1
@@ -188,10 +201,12 @@ def test_every_other_remedy_pastes_where_doctor_ran(
         "then remove memory/demo/notes",
         f"remedy: remove '{home}' (checkout 2) from projects/demo/agent.toml",
         "remedy: fix or remove that entry of memory/MEMORY.md",
-        "remedy: aikito --workspace . doctor --fix (adds /.agents/memory/ and /.agents/skills/ "
-        "to ~/co/repo/.git/info/exclude), or: printf '/.agents/memory/\\n/.agents/skills/\\n' "
-        ">> ~/co/repo/.git/info/exclude",
+        "remedy: to add /.agents/memory/ and /.agents/skills/ to ~/co/repo/.git/info/exclude, "
+        "run one of:",
     ]
+    assert res.stdout.splitlines()[-3:-1] == [
+        "        aikito --workspace . doctor --fix",
+        "        printf '/.agents/memory/\\n/.agents/skills/\\n' >> ~/co/repo/.git/info/exclude"]
     absolute = remedies[0].split("(--workspace ", 1)[1].split(")", 1)[0]
     moved = paste(f"cd / && aikito --workspace {absolute} doctor --json >/dev/null",
                   ws.root, home)

@@ -13,7 +13,8 @@ from aikito_mem.commands.doctor.git import Fix
 from aikito_mem.commands.doctor.report import CONTRACT_VERSION, Check, DoctorReport
 from aikito_mem.model import Severity
 from aikito_mem.render.paths import Paths
-from aikito_mem.render.text import HANGING, Display, Output, error_json, plural, rendered
+from aikito_mem.render.text import (
+    HANGING, Display, Output, error_json, plural, printable, rendered)
 
 SCHEMA = "aikito.doctor/1"
 _OK, _WARNING, _ERROR = Severity.OK, Severity.WARNING, Severity.ERROR
@@ -21,7 +22,7 @@ _OK, _WARNING, _ERROR = Severity.OK, Severity.WARNING, Severity.ERROR
 
 def _check_json(check: Check) -> dict[str, Any]:
     return {"id": check.id, "status": str(check.status), "message": check.message,
-            "remedy": check.remedy, "path": check.path, "project": check.project}
+            "remedy": check.remedy_text, "path": check.path, "project": check.project}
 
 
 def _fix_json(fix: Fix) -> dict[str, Any]:
@@ -66,11 +67,20 @@ def _row(word: str, check_id: str, message: str, display: Display, fg: str | Non
     return click.style(text[:8], fg=fg, bold=bold or None) + text[8:]
 
 
-def _remedy(remedy: str, display: Display) -> str:
+def _remedy(check: Check, paths: Paths, display: Display) -> list[str]:
     """``remedy: …`` on a line of its own from the fifth column (4 spaces), its further
     lines hanging four deeper — one layout at every width, whether or not the remedy
-    would have fitted beside its check, so the remedies of one report line up ([U2])."""
-    return display.line(f"{'':<{HANGING}}remedy: {remedy}")
+    would have fitted beside its check, so the remedies of one report line up ([U2]).
+    Each command it names follows on a line of its own at the hanging indent, whole —
+    never wrapped, even wider than the line (as a path is) — so that it pastes as one
+    line where doctor ran ([U2])."""
+    words = paths.remedy(check.remedy or "")
+    if check.commands:
+        words += " one of:" if len(check.commands) > 1 else ":"
+    lines = [display.line(f"{'':<{HANGING}}remedy: {words}")]
+    lines += [printable(f"{'':<{2 * HANGING}}{paths.remedy(command)}")
+              for command in check.commands]
+    return lines
 
 
 def _summary(report: DoctorReport) -> str:
@@ -110,7 +120,7 @@ def text_report(report: DoctorReport, display: Display | None = None) -> list[st
         fg, bold = _STYLE.get(check.status, (None, False))
         lines.append(_row(str(check.status), check.id, check.message, display, fg, bold))
         if check.remedy and check.status is not _OK:
-            lines.append(_remedy(paths.remedy(check.remedy), display))
+            lines.extend(_remedy(check, paths, display))
     worst = _ERROR if report.count(_ERROR) or report.failed_fixes else (
         _WARNING if report.count(_WARNING) else _OK)
     fg, bold = _STYLE[worst]

@@ -79,13 +79,14 @@ def _workspace_check(ws: Any, environ: Mapping[str, str]) -> Check:
 
 
 def _dir_check(check_id: str, path: str, what: str, *, project: str | None,
-               missing: Severity, missing_remedy: str) -> Check:
+               missing: Severity, missing_command: str) -> Check:
     """Exists, is a directory (a symlink to one is followed), is writable — no write."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
         return Check(check_id, missing, f"{what} {path} does not exist",
-                     remedy=missing_remedy, path=path, project=project)
+                     remedy="create it", commands=(missing_command,), path=path,
+                     project=project)
     except OSError as exc:
         return Check(check_id, ERROR, f"{what} {path} cannot be examined: {exc.strerror}",
                      remedy="fix the permissions of its parent directories", path=path,
@@ -97,8 +98,8 @@ def _dir_check(check_id: str, path: str, what: str, *, project: str | None,
     if not os.access(path, os.W_OK | os.X_OK):
         return Check(check_id, ERROR,
                      f"{what} {path} is not writable by this user: agents cannot record "
-                     "memory there", remedy=f"fix its permissions (e.g. chmod u+rwx {quote(path)})",
-                     path=path, project=project)
+                     "memory there", remedy="fix its permissions, for example",
+                     commands=(f"chmod u+rwx {quote(path)}",), path=path, project=project)
     return Check(check_id, OK, f"{what} {path} is a writable directory", path=path,
                  project=project)
 
@@ -221,8 +222,9 @@ def check_git_ignore(checkout: str, project: str, label: str, *,
             return Check("git.ignore", OK, f"{where}: git is not installed; not checked",
                          path=checkout, project=project), None
         return Check("git.ignore", WARNING, f"{where}: {exc.reason}; not checked",
-                     remedy=f"check that git works there: git -C {quote(checkout)} status",
-                     path=checkout, project=project), None
+                     remedy="check that git works there",
+                     commands=(f"git -C {quote(checkout)} status",), path=checkout,
+                     project=project), None
     if state is None:
         return None, None
     return git_check(state), state
@@ -251,8 +253,8 @@ def git_check(state: GitCheckout) -> Check:
         "git.ignore", WARNING,
         f"{where}: git does not ignore {missing} — aikito's links there (absolute paths "
         f"of this machine) show up in git status and can be committed{tracked}",
-        remedy=f"aikito doctor --fix (adds {patterns} to {quote(state.exclude)}), or: "
-        f"printf '{lines}\\n' >> {quote(state.exclude)}",
+        remedy=f"to add {patterns} to {quote(state.exclude)}, run",
+        commands=("aikito doctor --fix", f"printf '{lines}\\n' >> {quote(state.exclude)}"),
         path=state.exclude, project=project)
 
 
@@ -272,7 +274,7 @@ def _notes_checks(ws_root: str, name: str) -> list[Check]:
                             f"it some: {remedy}", path=current, project=name))
     else:
         checks.append(_dir_check("notes.dir", chosen, f"project {name} notes directory",
-                                 project=name, missing=WARNING, missing_remedy=remedy))
+                                 project=name, missing=WARNING, missing_command=remedy))
     if pm_exists and os.path.lexists(legacy):
         checks.append(Check(
             "notes.legacy", WARNING,
@@ -285,8 +287,9 @@ def _notes_checks(ws_root: str, name: str) -> list[Check]:
         checks.append(Check(
             "notes.legacy", OK,
             f"project {name} keeps its notes at the legacy location {legacy} (still "
-            "supported)", remedy=f"to migrate: mkdir -p {quote(os.path.dirname(current))} && "
-            f"mv {quote(legacy)} {quote(current)}", path=legacy, project=name))
+            "supported)", remedy="to migrate",
+            commands=(f"mkdir -p {quote(os.path.dirname(current))} && "
+                      f"mv {quote(legacy)} {quote(current)}",), path=legacy, project=name))
     return checks
 
 
@@ -471,7 +474,7 @@ def run(workspace: str | None, *, strict: bool = False, fix: bool = False,
     checks.append(_dir_check(
         "memory.root", memory_root, "workspace memory root", project=None,
         missing=ERROR if uses_memory else WARNING,
-        missing_remedy=f"mkdir {quote(memory_root)}"))
+        missing_command=f"mkdir {quote(memory_root)}"))
 
     indexes: dict[str, str | None] = {}
     if os.path.isdir(memory_root) and not os.path.islink(memory_root):

@@ -32,9 +32,22 @@ class Check:
     id: str
     status: Severity
     message: str
+    #: What to do, in words; when :attr:`commands` names the commands that do it, the
+    #: words lead to them (``to add … to .git/info/exclude, run``).
     remedy: str | None = None
     path: str | None = None
     project: str | None = None
+    #: [U2]: the commands the remedy names — the text prints each one whole on a line of
+    #: its own, so that it pastes as one line; more than one are alternatives.
+    commands: tuple[str, ...] = ()
+
+    @property
+    def remedy_text(self) -> str | None:
+        """The remedy as one sentence (the document's ``remedy``): the words, then the
+        commands, ``, or: ``-separated."""
+        if not self.commands:
+            return self.remedy
+        return f"{self.remedy}: {', or: '.join(self.commands)}"
 
 
 @attrs.frozen
