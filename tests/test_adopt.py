@@ -216,6 +216,32 @@ def test_a_link_the_engine_would_refuse_moves_nothing(
         assert snapshot(tmp_path) == before
 
 
+def test_a_resume_the_engine_would_not_link_says_where_the_content_stays(
+        ws: WS, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """[E5]: TARGET absent, its content at ``<ws>/memory/REL`` as an interrupted adopt
+    leaves it — the engine's plan refuses the link (a reference shadowed by the project
+    notes, the explicit check gone): ``adopt.link_refused`` naming the destination the
+    content stays at, never "once moved"; nothing written."""
+    root, co = make(ws)
+    ws.add_notes("demo")
+    ws.project("demo").sync()
+    os.unlink(rt(co) / "notes")
+    os.makedirs(ws.memory_path("notes"))
+    Path(ws.memory_path("notes"), "n.md").write_text("n\n")
+    monkeypatch.setattr(adopt_plan, "_check_notes", lambda *a: None)
+    before = snapshot(tmp_path)
+    for dry in (True, False):
+        d = run(root, rt(co) / "notes", dry_run=dry)
+        assert d["exit_code"] == 1 and d["error"]["code"] == "adopt.link_refused", d
+        message = d["error"]["message"]
+        assert message.startswith(
+            f"{rt(co)}/notes could not be linked back to {root}/memory/notes, where an "
+            "interrupted adopt left its content — the engine would plan "), message
+        assert message.endswith("; nothing was written: the content stays there"), message
+        assert "once moved" not in message
+        assert snapshot(tmp_path) == before
+
+
 # -- an identical copy is replaced by the link --------------------------------------------
 
 

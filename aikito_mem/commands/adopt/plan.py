@@ -42,6 +42,7 @@ from aikito_mem.commands.adopt.values import (
     Step,
     StepResult,
     StepStatus,
+    link_refused,
     outcome_of,
 )
 from aikito_mem.errors import AdoptRefused
@@ -140,10 +141,11 @@ def _same_dir(a: str, b: str) -> bool:
 
 
 def predict_link(config: ProjectConfig, ws: Workspace, label: str, checkout: str, rel: str,
-                 kind: EntryType, missing: tuple[str, ...], home: str
-                 ) -> tuple[Operation, tuple[Operation, ...]]:
+                 kind: EntryType, missing: tuple[str, ...], home: str, *,
+                 resumed: bool = False) -> tuple[Operation, tuple[Operation, ...]]:
     """The engine's plan of this checkout once TARGET has moved: TARGET's CREATE and the
-    other conflicts.  :class:`AdoptRefused` when TARGET would not be linked."""
+    other conflicts.  :class:`AdoptRefused` when TARGET would not be linked (``resumed``:
+    the content is at the destination already, [E5])."""
     from aikito_mem.model import CheckoutState
     from aikito_mem.planner.memory import build_plan
     from aikito_mem.world import checkouts as _checkouts
@@ -164,11 +166,7 @@ def predict_link(config: ProjectConfig, ws: Workspace, label: str, checkout: str
     own = next((op for op in plan.operations if op.target == target), None)
     others = tuple(op for op in plan.conflicts if op.target != target)
     if own is None or own.action is not Action.CREATE:
-        why = ("the engine would plan nothing for it" if own is None else
-               f"the engine would plan {own.action.value}: {own.reason}"
-               + (f" ({own.remedy})" if own.remedy else ""))
-        raise AdoptRefused(f"once moved, {target} could not be linked back — {why}; nothing "
-                           "was written", code="link_refused", path=target)
+        raise link_refused(target, own, destination if resumed else None)
     return own, others
 
 
@@ -237,7 +235,8 @@ def _resume(given: str, physical: str, ws: Workspace, project: str | None,
     known = rel in config.memory
     data = read_config(config, physical, edit=not known)
     new, after = (None, config) if known else edited_config(config, data, rel, home)
-    link, conflicts = predict_link(after, ws, label, checkout, rel, kind, (), home)
+    link, conflicts = predict_link(after, ws, label, checkout, rel, kind, (), home,
+                                   resumed=True)
     return Adoption(
         workspace=ws.root, project=config.name, checkout=checkout, target=physical,
         reference=rel, destination=destination, kind=kind,

@@ -39,7 +39,7 @@ from aikito_mem.commands.adopt.checks import (
     missing_dirs,
     read_config,
 )
-from aikito_mem.commands.adopt.values import Adoption, EntryType, Method
+from aikito_mem.commands.adopt.values import Adoption, EntryType, Method, link_refused
 from aikito_mem.errors import EXIT_STALE, AdoptFailed, AdoptRefused
 from aikito_mem.model import (
     ABSENT,
@@ -216,15 +216,12 @@ def _without(entries: tuple[tuple[str, Observed], ...], name: str
     return tuple((n, o) for n, o in entries if n != name)
 
 
-def _own(ops: list[Operation], target: str) -> tuple[Operation, tuple[Operation, ...]]:
+def _own(ops: list[Operation], target: str, resumed_from: str | None = None
+         ) -> tuple[Operation, tuple[Operation, ...]]:
     own = next((op for op in ops if op.target == target), None)
     others = tuple(op for op in ops if op.action is Action.CONFLICT and op.target != target)
     if own is None or own.action is not Action.CREATE:
-        why = ("the engine would plan nothing for it" if own is None else
-               f"the engine would plan {own.action.value}: {own.reason}"
-               + (f" ({own.remedy})" if own.remedy else ""))
-        raise AdoptRefused(f"once moved, {target} could not be linked back — {why}; nothing "
-                           "was written", code="link_refused", path=target)
+        raise link_refused(target, own, resumed_from)
     return own, others
 
 
@@ -274,7 +271,8 @@ def _instruction(found: Found, target: InstructionTarget,
 
 
 def _predict_instructions(found: Found, target: InstructionTarget,
-                          environ: Mapping[str, str] | None) -> list[Operation]:
+                          environ: Mapping[str, str] | None,
+                          resumed_from: str | None = None) -> list[Operation]:
     """The instructions planner on the world after the move (``AGENTS.md`` with content,
     nothing at TARGET): TARGET's CREATE first checked, then every operation of the
     checkout's instruction targets."""
@@ -295,7 +293,7 @@ def _predict_instructions(found: Found, target: InstructionTarget,
     source = InstructionSource(layout.instructions_source(ws, found.config.name),
                                InstructionState.CONTENT)
     ops, _findings, _dirs = planner_instructions.plan_checkout(checkout, source, view)
-    _own(ops, found.physical)
+    _own(ops, found.physical, resumed_from)
     return ops
 
 
@@ -374,7 +372,7 @@ def _resume_skill(where: Where, at: str, name: str, registry: Registry,
     new, after = ((None, config) if known else
                   edited_config(config, data, name, _home(environ), SegmentName.SKILLS))
     ops = _predict_skill(found, after, at, name, (), registry, environ)
-    link, conflicts = _own(ops, where.physical)
+    link, conflicts = _own(ops, where.physical, destination)
     rest = tuple(op for op in ops if op.action is Action.CREATE and op.resource == name
                  and op is not link)
     return attrs.evolve(
@@ -393,7 +391,7 @@ def _resume_instruction(where: Where, target: InstructionTarget,
     refuse_tracked(where.checkout, where.rel, where.physical)
     found = where.found(st, EntryType.FILE)
     data = read_config(where.config, where.physical, edit=False)
-    links = _predict_instructions(found, target, environ)
+    links = _predict_instructions(found, target, environ, source.path)
     own = next(op for op in links if op.target == where.physical)
     return attrs.evolve(
         _adoption(found, where.rel, source.path, data, None, [], Method.RESUME, own,

@@ -8,11 +8,11 @@ import enum
 import attrs
 
 from aikito_mem.commands.adopt import treemove
-from aikito_mem.errors import AikitoError
+from aikito_mem.errors import AdoptRefused, AikitoError
 from aikito_mem.model import Operation, SegmentName, SyncResult
 
 SCHEMA = "aikito.adopt/1"
-CONTRACT_VERSION = 3
+CONTRACT_VERSION = 4
 
 
 class EntryType(enum.Enum):
@@ -32,6 +32,25 @@ class Method(enum.Enum):
     #: [E5] TARGET is absent and the content already at the destination (an adopt killed
     #: after its move): nothing moves; the name is listed and TARGET linked back.
     RESUME = "resume"
+
+
+def link_refused(target: str, own: Operation | None,
+                 resumed_from: str | None = None) -> AdoptRefused:
+    """``adopt.link_refused``: the engine's plan would not link TARGET back (``own`` what it
+    would plan for it, ``None``: nothing).  ``resumed_from``: the destination an
+    interrupted adopt left the content at ([E5]) — the message says so, and that it stays
+    there; else TARGET has not moved yet, and will not."""
+    why = ("the engine would plan nothing for it" if own is None else
+           f"the engine would plan {own.action.value}: {own.reason}"
+           + (f" ({own.remedy})" if own.remedy else ""))
+    if resumed_from is None:
+        message = (f"once moved, {target} could not be linked back — {why}; nothing was "
+                   "written")
+    else:
+        message = (f"{target} could not be linked back to {resumed_from}, where an "
+                   f"interrupted adopt left its content — {why}; nothing was written: the "
+                   "content stays there")
+    return AdoptRefused(message, code="link_refused", path=target)
 
 
 class Step(enum.Enum):
