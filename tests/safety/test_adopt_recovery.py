@@ -127,8 +127,8 @@ def test_a_kill_mid_adopt_and_the_same_adopt_again_finishes_it(
     once(ws, kind, target)
     assert listed(ws, kind) is (step == "link" or kind.key is None)
     rc, doc = adopt_json(ws, target)
-    assert (rc, doc["outcome"], doc["method"], doc["segment"]) == (
-        0, "adopted", "resume", "memory" if name.startswith("memory") else
+    assert (rc, doc["contract_version"], doc["outcome"], doc["method"], doc["segment"]) == (
+        0, 4, "adopted", "resume", "memory" if name.startswith("memory") else
         "instructions" if kind.key is None else "skills"), doc
     register = "applied" if step == "register" and kind.key is not None else "skipped"
     assert [s["status"] for s in doc["steps"]] == ["skipped", register, "applied"], doc
