@@ -22,6 +22,7 @@ from tests.helpers.cli import VENV_BIN, one_json
 from tests.helpers.home import child_env
 from tests.helpers.segments import SegWorld
 from tests.helpers.snapshots import snapshot
+from tests.helpers.width import whole
 from tests.helpers.workspace import WS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -555,7 +556,7 @@ def _deep_world(tmp_path: Path) -> tuple[WS, dict[str, str]]:
 
 def _check_lines(text: str, base: str) -> None:
     for line in text.splitlines():
-        assert len(line) <= WIDTH or len(line.split()) == 1, line
+        assert len(line) <= WIDTH or whole(line), line
         for word in line.split():
             word = word.strip(_AROUND)
             if word.startswith(base):  # a path printed whole: it names something there

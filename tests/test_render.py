@@ -25,6 +25,7 @@ from aikito_mem.render.text import (
     message_lines,
     printable,
 )
+from tests.helpers.width import too_wide
 from tests.helpers.workspace import WS
 
 # ------------------------------------------------------------------------------ text rules
@@ -532,10 +533,9 @@ def test_the_text_of_a_realistic_sync_fits_100_columns(short_ws: WS) -> None:
     outputs.append(run(ws, "sync", "project", "my-project", "--dry-run").stdout)
     for text in outputs:
         # [U2]: a conflict's reason and remedy wrap with a hanging indent; only a word
-        # wider than the line itself (a path) may stand longer, alone on its line.
-        long = [line for line in text.splitlines()
-                if len(line) > WIDTH and len(line.split()) > 1]
-        assert not long, long
+        # wider than the line itself (a path), or a command of this tool that names one,
+        # may stand longer, alone on its line.
+        assert not too_wide(text, WIDTH), text
     assert any("  ! .agents/memory/style.md: found a regular file" in t for t in outputs)
     assert any("  - .agents/memory/team/" in t.splitlines() for t in outputs)
 

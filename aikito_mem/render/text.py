@@ -113,6 +113,18 @@ HANGING = 4
 # apostrophes of ``project's … project's`` never make one.  Compiled on the first long
 # line ([§12]).
 _QUOTED_PATH = r"(?<!\w)'[^'\n]*/[^'\n]*'(?!\w)"
+# A command of this tool that text names ([U2]: it pastes as one line): the program (as
+# it was called), ``--workspace`` and its value, the command words, then its arguments —
+# options, quoted arguments, paths (a word with ``/``, ``.`` or ``~``), placeholders
+# (``NAME``, ``PLANFILE``) and the name after ``project`` — up to the first word of prose
+# or a bracket, comma, semicolon, colon or backquote.  Its spaces are not places to break
+# a line: it moves to the next line whole, and stands whole on a line of its own when it
+# is wider than the line, as a path does.
+_ARG = r"(?:'[^'\n]*'|\$'[^'\n]*'|-[\w-]+(?:=[^\s(),;`]+)?|[A-Z][A-Z_]+\b|[^\s(),;:`']*[/.~][^\s(),;:`']*)"
+_TOOL_COMMAND = (r"(?<![\w/-])aikito(?:-mem)?(?: --workspace " + _ARG + r")?"
+                 r" (?:adopt|sync|clean|apply|init|doctor|status|hook|agents)\b"
+                 r"(?: (?:project(?: [\w.-]+(?![/.~\w]))?|install|uninstall|add|workspace|"
+                 + _ARG + r"))*")
 # What stands for a space that must not break while wrapping: printable() escapes every
 # no-break space of the text itself, so none is left to be confused with it.
 _KEEP = "\xa0"
@@ -120,7 +132,8 @@ _KEEP = "\xa0"
 
 def wrap(text: str, width: int, indent: int | None = None) -> list[str]:
     """``text`` (one printable line) as lines of at most ``width`` columns ([U2]): broken
-    only at spaces — never inside a word, a path or a quoted path — each further line
+    only at spaces — never inside a word, a path, a quoted path or a command of this tool
+    (it pastes as one line) — each further line
     indented ``indent`` columns (default: the first line's indentation plus
     :data:`HANGING`).  A word wider than the line stands whole on a line of its own.
     The one place text is wrapped; ``textwrap`` does the work."""
@@ -133,6 +146,7 @@ def wrap(text: str, width: int, indent: int | None = None) -> list[str]:
     lead = len(text) - len(body)
     hang = lead + HANGING if indent is None else indent
     body = re.sub(_QUOTED_PATH, lambda m: m.group().replace(" ", _KEEP), body)
+    body = re.sub(_TOOL_COMMAND, lambda m: m.group().replace(" ", _KEEP), body)
     lines = textwrap.wrap(body, width=max(width, hang + 20), initial_indent=" " * lead,
                           subsequent_indent=" " * hang, break_long_words=False,
                           break_on_hyphens=False)

@@ -18,6 +18,7 @@ import pytest
 from tests.conformance._support import W, run, tlist, unwrapped
 from tests.helpers.gitrepo import init_repo, needs_git
 from tests.helpers.snapshots import snapshot
+from tests.helpers.width import too_wide
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE = "aikito-conformance-agent"
@@ -46,9 +47,9 @@ def _ws_cli(w: W, *args, **kw):
 
 
 def _too_wide(text: str, width: int) -> list[str]:
-    """The lines of ``text`` wider than ``width`` that are not one path alone ([U2])."""
-    return [line for line in text.splitlines()
-            if len(line) > width and len(line.split()) != 1]
+    """The lines of ``text`` wider than ``width`` that are not one path, or one command of
+    this tool, alone ([U2])."""
+    return too_wide(text, width)
 
 
 # ------------------------------------------------------------------------------- [U1]
