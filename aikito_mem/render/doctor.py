@@ -14,7 +14,14 @@ from aikito_mem.commands.doctor.report import CONTRACT_VERSION, Check, DoctorRep
 from aikito_mem.model import Severity
 from aikito_mem.render.paths import Paths
 from aikito_mem.render.text import (
-    HANGING, Display, Output, error_json, plural, printable, rendered)
+    HANGING,
+    Display,
+    Output,
+    error_json,
+    plural,
+    printable,
+    rendered,
+)
 
 SCHEMA = "aikito.doctor/1"
 _OK, _WARNING, _ERROR = Severity.OK, Severity.WARNING, Severity.ERROR

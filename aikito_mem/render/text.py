@@ -120,7 +120,8 @@ _QUOTED_PATH = r"(?<!\w)'[^'\n]*/[^'\n]*'(?!\w)"
 # or a bracket, comma, semicolon, colon or backquote.  Its spaces are not places to break
 # a line: it moves to the next line whole, and stands whole on a line of its own when it
 # is wider than the line, as a path does.
-_ARG = r"(?:'[^'\n]*'|\$'[^'\n]*'|-[\w-]+(?:=[^\s(),;`]+)?|[A-Z][A-Z_]+\b|[^\s(),;:`']*[/.~][^\s(),;:`']*)"
+_ARG = (r"(?:'[^'\n]*'|\$'[^'\n]*'|-[\w-]+(?:=[^\s(),;`]+)?|[A-Z][A-Z_]+\b"
+        r"|[^\s(),;:`']*[/.~][^\s(),;:`']*)")
 _TOOL_COMMAND = (r"(?<![\w/-])aikito(?:-mem)?(?: --workspace " + _ARG + r")?"
                  r" (?:adopt|sync|clean|apply|init|doctor|status|hook|agents)\b"
                  r"(?: (?:project(?: [\w.-]+(?![/.~\w]))?|install|uninstall|add|workspace|"
