@@ -255,8 +255,8 @@ def test_cli_list_fits_the_width(tmp_path: Path, home: str, columns: int) -> Non
             "claude-code     yes       -",
             "    instructions .claude/CLAUDE.md, skills .claude/skills"]
         assert text[-2:] == [
-            "1 detected, 0 registered. Register the detected ones: aikito",
-            "    agents add claude-code"]
+            "1 detected, 0 registered. Register the detected ones:",
+            "    aikito agents add claude-code"]  # [U2]: the command whole, to paste
     error = invoke("--workspace", str(root), "agents", "add", "nosuch", env=env)
     assert error.exit_code == 4
     assert all(len(line) <= columns for line in error.stderr.splitlines()), error.stderr
