@@ -3,8 +3,9 @@ per registered checkout — its plan and its writer's guard share the answers of
 call — while ``aikito apply PLANFILE`` asks afresh for its guard; the answers are re-used
 only for the very plan object the call made with them (a forged answer from anywhere
 else is refused), only when they give exactly the checkouts the plan records, and a
-worktree removed or replaced between plan and run is still caught by [E2]'s identity
-re-check.  Counted with a ``git`` on ``PATH`` that logs and runs the real one."""
+worktree removed or replaced between plan and run is a stale plan ([E2], [E3]: its path no
+longer names the locked directory).  Counted with a ``git`` on ``PATH`` that logs and runs
+the real one."""
 
 from __future__ import annotations
 
@@ -125,11 +126,12 @@ def _refused_nothing_written(ws: WS, feature: str, *others: str) -> dict[str, ob
 
 
 @pytest.mark.parametrize("how", ["removed", "replaced"])
-def test_a_worktree_gone_between_plan_and_run_is_refused(
+def test_a_worktree_gone_between_plan_and_run_is_stale(
         ws: WS, asked: Callable[[], list[str]], monkeypatch: pytest.MonkeyPatch,
         how: str) -> None:
-    """Gone after the locks and the plan: the answers no longer describe the world, the
-    guard asks git afresh and refuses the checkout; nothing is written anywhere."""
+    """Gone after the locks and the plan: its path no longer names the locked directory,
+    so verification ([E2], [E3]) finds the plan stale before the guard asks git again;
+    nothing is written anywhere."""
     repo, feature, fix, plain = world(ws)
     made = WorktreeAnswers.made
 
@@ -138,8 +140,15 @@ def test_a_worktree_gone_between_plan_and_run_is_refused(
         made(self, plan)
 
     monkeypatch.setattr(WorktreeAnswers, "made", then_gone)
-    _refused_nothing_written(ws, feature, repo, fix, plain)
-    assert asked() == [repo, plain, repo, plain]
+    res = invoke("--workspace", ws.root, "sync", "project", "demo", "--json")
+    assert res.exit_code == 3, res.output
+    doc = json.loads(res.stdout)
+    expected = (f"checkout {feature} no longer exists" if how == "removed"
+                else f"checkout {feature} was moved or replaced since planning")
+    assert expected in doc["error"]["differences"], doc["error"]
+    assert not any(linked(co) for co in (repo, fix, plain))
+    assert not os.path.lexists(f"{feature}/.agents")
+    assert asked() == [repo, plain]
 
 
 def test_a_worktree_replaced_before_the_lock_is_refused(

@@ -1,8 +1,9 @@
 """Verification before the first write ([E2]): every observation the plan recorded ([P5])
 is re-checked against the live world — ``agent.toml``, the project memory root, every
-source, and per checkout its root, ``.agents``, ``.agents/memory``, every intermediate
-directory and every target (NOOP targets included).  The result is the list of every
-difference found, named; an empty list means the plan still describes the world.
+source, and per checkout its root (its path still naming the locked directory, [E3]),
+``.agents``, ``.agents/memory``, every intermediate directory and every target (NOOP
+targets included).  The result is the list of every difference found, named; an empty
+list means the plan still describes the world.
 """
 
 from __future__ import annotations
@@ -209,8 +210,33 @@ def _checkout_differences(plan: Plan, locks: Locks) -> list[str]:
         if fd is None:
             diffs.append(f"checkout {co.path} can no longer be opened")
             continue
+        moved = _root_moved(co.path, fd)
+        if moved is not None:
+            diffs.append(moved)
+            continue
         diffs.extend(_verify_checkout(co, fd, by_checkout.get(co.path, ())))
     return diffs
+
+
+def _root_moved(path: str, fd: int) -> str | None:
+    """[E2]/[E3]: the checkout path as recorded must still name the locked directory.
+
+    The descriptor keeps the directory it opened, even once that directory is renamed
+    away or removed (``mv``, ``rm -rf``, ``git worktree remove``): the path is looked at
+    again as the plan did (``lstat``: a final symlink is never followed) and compared
+    with the descriptor's ``fstat``.  While the descriptor is open its inode number
+    cannot be reused, so (``st_dev``, ``st_ino``) is proof enough."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError as exc:
+        if exc.errno not in _GONE:
+            raise
+        return f"checkout {path} no longer exists"
+    held = os.fstat(fd)
+    if (observe.kind_of(st.st_mode) is not Kind.DIR
+            or (st.st_dev, st.st_ino) != (held.st_dev, held.st_ino)):
+        return f"checkout {path} was moved or replaced since planning"
+    return None
 
 
 def _fd_observed(fd: int) -> Observed:
