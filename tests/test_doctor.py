@@ -253,9 +253,12 @@ def test_git_ignore_checkout_and_worktree(tmp_path: Path) -> None:
         assert "git does not ignore .agents/memory/ and .agents/skills/" in c.message
         assert c.path == exclude  # the worktree shares the main repository's exclude
         assert c.remedy == f"to add /.agents/memory/ and /.agents/skills/ to {exclude}, run"
-        assert c.commands == (
-            "aikito doctor --fix", f"printf '/.agents/memory/\\n/.agents/skills/\\n' >> {exclude}")
-        assert c.remedy_text == f"{c.remedy}: aikito doctor --fix, or: {c.commands[1]}"
+        assert c.commands == ("aikito doctor --fix",
+                              f"printf '%s\\n' /.agents/memory/ >> {exclude}\n"
+                              f"printf '%s\\n' /.agents/skills/ >> {exclude}")
+        assert c.remedy_text == (f"{c.remedy}: aikito doctor --fix, or: printf '%s\\n' "
+                                 f"/.agents/memory/ >> {exclude}; printf '%s\\n' "
+                                 f"/.agents/skills/ >> {exclude}")
     assert d.exit_code == 0 and run(str(ws), strict=True).exit_code == 1
     with open(exclude, "a") as fh:
         fh.write(".agents/memory/\n")

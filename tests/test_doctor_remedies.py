@@ -53,9 +53,11 @@ def _git_lines(co: str, exclude: str) -> list[str]:
         f"warning  git.ignore        checkout 1 ({co}): git does not ignore .agents/memory/ and "
         ".agents/skills/ — aikito's links there (absolute paths of this machine) show up in git "
         "status and can be committed",
-        f"    remedy: to add /.agents/memory/ and /.agents/skills/ to {exclude}, run one of:",
+        f"    remedy: to add /.agents/memory/ and /.agents/skills/ to {exclude}, run:",
         "        aikito doctor --fix",
-        f"        printf '/.agents/memory/\\n/.agents/skills/\\n' >> {exclude}",
+        "    or:",
+        f"        printf '%s\\n' /.agents/memory/ >> {exclude}",
+        f"        printf '%s\\n' /.agents/skills/ >> {exclude}",
     ]
 
 
@@ -70,7 +72,7 @@ def test_the_exclude_remedy_names_the_file_where_doctor_ran(
         exclude: str) -> None:
     """In the checkout ``.git/info/exclude``, in its parent ``repo/.git/info/exclude``,
     in the home directory ``co/repo/…``, elsewhere under it ``~/co/repo/…``; and the
-    ``printf`` line, pasted there as printed, is the fix (doctor then says ok)."""
+    ``printf`` lines, pasted there as printed, are the fix (doctor then says ok)."""
     ws, co = world
     cwd = os.path.join(home, where) if where else home
     monkeypatch.chdir(cwd)
@@ -79,10 +81,10 @@ def test_the_exclude_remedy_names_the_file_where_doctor_ran(
     assert res.stdout.splitlines() == [
         f"workspace {ws.root} (AIKITO_DIR)", *_git_lines(co, exclude),
         "doctor: 4 ok, 1 warning, 0 errors"]
-    command = res.stdout.splitlines()[4]
-    assert command.startswith("        printf ")
-    pasted = paste(command, cwd, home)
-    assert pasted.returncode == 0, pasted.stderr
+    for command in res.stdout.splitlines()[5:7]:  # the ``printf`` lines, pasted in turn
+        assert command.startswith("        printf ")
+        pasted = paste(command, cwd, home)
+        assert pasted.returncode == 0, pasted.stderr
     assert Path(co, ".git", "info", "exclude").read_text().endswith(
         "/.agents/memory/\n/.agents/skills/\n")
     again = doctor()
@@ -112,35 +114,39 @@ def test_every_remedy_of_a_report_has_one_layout(
     assert lines[at + len(short)].startswith("warning  git.ignore ")  # the next check
     width = int(columns)
     commands = {"        aikito doctor --fix",
-                "        printf '/.agents/memory/\\n/.agents/skills/\\n' >> .git/info/exclude"}
-    assert commands <= set(lines)  # a command wider than the line: whole, on its own
+                "        printf '%s\\n' /.agents/memory/ >> .git/info/exclude",
+                "        printf '%s\\n' /.agents/skills/ >> .git/info/exclude"}
+    assert commands <= set(lines)  # each command whole, on its own line
     for line in lines:
         assert len(line) <= width or len(line.split()) == 1 or line in commands, line
 
 
-_PRINTF = "printf '/.agents/memory/\\n/.agents/skills/\\n' >> .git/info/exclude"
+#: The exclude lines' commands, each short enough for a narrow terminal ([U2]).
+_PRINTF = ["printf '%s\\n' /.agents/memory/ >> .git/info/exclude",
+         "printf '%s\\n' /.agents/skills/ >> .git/info/exclude"]
 
 
 @pytest.mark.parametrize(("columns", "remedy"), [
     ("60", ["    remedy: to add /.agents/memory/ and /.agents/skills/ to",
-            "        .git/info/exclude, run one of:"]),
+            "        .git/info/exclude, run:"]),
     ("100", ["    remedy: to add /.agents/memory/ and /.agents/skills/ to .git/info/exclude, "
-             "run one of:"]),
+             "run:"]),
 ])
 def test_a_long_remedy_wraps_its_words_and_prints_its_commands_whole(
         world: tuple[WS, str], home: str, monkeypatch: pytest.MonkeyPatch, columns: str,
         remedy: list[str]) -> None:
     """[U2]: a remedy's words wider than the line hang four deeper than its ``remedy:``;
     each command it names stands whole on a line of its own at that indent — the
-    ``printf`` one wider than 60 columns too — and, pasted as printed, one line of it is
+    each short enough for 60 columns — and, pasted as printed, the second alternative is
     the fix."""
     _, co = world
     monkeypatch.chdir(co)
     lines = doctor(columns=columns).stdout.splitlines()
     assert lines[lines.index(remedy[0]):-1] == [
-        *remedy, "        aikito doctor --fix", f"        {_PRINTF}"]
-    pasted = paste(lines[-2], co, home)
-    assert pasted.returncode == 0, pasted.stderr
+        *remedy, "        aikito doctor --fix", "    or:", *(f"        {e}" for e in _PRINTF)]
+    for line in lines[-3:-1]:  # the second alternative's lines, pasted in turn
+        pasted = paste(line, co, home)
+        assert pasted.returncode == 0, pasted.stderr
     assert doctor().stdout.splitlines()[-1] == "doctor: 5 ok, 0 warnings, 0 errors"
 
 
@@ -153,10 +159,11 @@ def test_outside_the_home_directory_the_remedy_is_absolute(
     exclude = f"{co}/.git/info/exclude"
     lines = res.stdout.splitlines()
     at = lines.index(f"    remedy: to add /.agents/memory/ and /.agents/skills/ to {exclude}, "
-                     "run one of:")
-    assert lines[at + 1:at + 3] == [
-        "        aikito doctor --fix",
-        f"        printf '/.agents/memory/\\n/.agents/skills/\\n' >> {exclude}"]
+                     "run:")
+    assert lines[at + 1:at + 5] == [
+        "        aikito doctor --fix", "    or:",
+        f"        printf '%s\\n' /.agents/memory/ >> {exclude}",
+        f"        printf '%s\\n' /.agents/skills/ >> {exclude}"]
 
 
 def test_the_doctor_fix_remedy_pasted_reaches_the_named_workspace(
@@ -170,9 +177,9 @@ def test_the_doctor_fix_remedy_pasted_reaches_the_named_workspace(
                              env={"COLUMNS": "1000"})
     lines = res.stdout.splitlines()
     at = lines.index("    remedy: to add /.agents/memory/ and /.agents/skills/ to "
-                     ".git/info/exclude, run one of:")
-    assert lines[at + 1:at + 3] == ["        aikito --workspace ~/ws doctor --fix",
-                                    f"        {_PRINTF}"]
+                     ".git/info/exclude, run:")
+    assert lines[at + 1:at + 5] == ["        aikito --workspace ~/ws doctor --fix", "    or:",
+                                    *(f"        {e}" for e in _PRINTF)]
     command = lines[at + 1]
     pasted = paste(command, co, home)
     assert pasted.returncode == 0, pasted.stdout + pasted.stderr
@@ -202,11 +209,12 @@ def test_every_other_remedy_pastes_where_doctor_ran(
         f"remedy: remove '{home}' (checkout 2) from projects/demo/agent.toml",
         "remedy: fix or remove that entry of memory/MEMORY.md",
         "remedy: to add /.agents/memory/ and /.agents/skills/ to ~/co/repo/.git/info/exclude, "
-        "run one of:",
+        "run:",
     ]
-    assert res.stdout.splitlines()[-3:-1] == [
-        "        aikito --workspace . doctor --fix",
-        "        printf '/.agents/memory/\\n/.agents/skills/\\n' >> ~/co/repo/.git/info/exclude"]
+    assert res.stdout.splitlines()[-5:-1] == [
+        "        aikito --workspace . doctor --fix", "    or:",
+        "        printf '%s\\n' /.agents/memory/ >> ~/co/repo/.git/info/exclude",
+        "        printf '%s\\n' /.agents/skills/ >> ~/co/repo/.git/info/exclude"]
     absolute = remedies[0].split("(--workspace ", 1)[1].split(")", 1)[0]
     moved = paste(f"cd / && aikito --workspace {absolute} doctor --json >/dev/null",
                   ws.root, home)

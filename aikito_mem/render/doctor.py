@@ -83,10 +83,13 @@ def _remedy(check: Check, paths: Paths, display: Display) -> list[str]:
     line where doctor ran ([U2])."""
     words = paths.remedy(check.remedy or "")
     if check.commands:
-        words += " one of:" if len(check.commands) > 1 else ":"
+        words += ":"
     lines = [display.line(f"{'':<{HANGING}}remedy: {words}")]
-    lines += [printable(f"{'':<{2 * HANGING}}{paths.remedy(command)}")
-              for command in check.commands]
+    for n, alternative in enumerate(check.commands):
+        if n:  # alternatives: an ``or:`` between them, each of its commands on a line
+            lines.append(f"{'':<{HANGING}}or:")
+        lines += [printable(f"{'':<{2 * HANGING}}{paths.remedy(command)}")
+                  for command in alternative.split("\n")]
     return lines
 
 

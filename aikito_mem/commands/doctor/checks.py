@@ -248,13 +248,13 @@ def git_check(state: GitCheckout) -> Check:
             remedy=f"remove the '!' rule that re-includes {listed} from the checkout's "
             ".gitignore files", path=state.exclude, project=project)
     patterns = words(state.patterns)
-    lines = "\\n".join(state.patterns)
     return Check(
         "git.ignore", WARNING,
         f"{where}: git does not ignore {missing} — aikito's links there (absolute paths "
         f"of this machine) show up in git status and can be committed{tracked}",
         remedy=f"to add {patterns} to {quote(state.exclude)}, run",
-        commands=("aikito doctor --fix", f"printf '{lines}\\n' >> {quote(state.exclude)}"),
+        commands=("aikito doctor --fix", "\n".join(
+            f"printf '%s\\n' {quote(p)} >> {quote(state.exclude)}" for p in state.patterns)),
         path=state.exclude, project=project)
 
 

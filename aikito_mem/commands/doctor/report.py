@@ -38,16 +38,18 @@ class Check:
     path: str | None = None
     project: str | None = None
     #: [U2]: the commands the remedy names — the text prints each one whole on a line of
-    #: its own, so that it pastes as one line; more than one are alternatives.
+    #: its own, so that it pastes as one line; more than one are alternatives, and an
+    #: alternative of several commands run in turn holds them ``\n``-separated (short
+    #: lines, each of which pastes and fits, rather than one long one).
     commands: tuple[str, ...] = ()
 
     @property
     def remedy_text(self) -> str | None:
         """The remedy as one sentence (the document's ``remedy``): the words, then the
-        commands, ``, or: ``-separated."""
+        commands, ``, or: ``-separated (the commands of one alternative ``; ``-joined)."""
         if not self.commands:
             return self.remedy
-        return f"{self.remedy}: {', or: '.join(self.commands)}"
+        return f"{self.remedy}: {', or: '.join(c.replace(chr(10), '; ') for c in self.commands)}"
 
 
 @attrs.frozen
