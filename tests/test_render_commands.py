@@ -43,8 +43,8 @@ def test_a_wrap_never_breaks_a_command_of_this_tool(width: int, lines: list[str]
 
 
 def test_a_command_wider_than_the_line_stands_whole_on_its_own() -> None:
-    command = ("aikito --workspace /a/long/workspace/path sync --moved-from "
-               "'/an old/root/of/the/workspace'")
+    command = ("aikito --workspace ~/a/long/workspace/path sync --moved-from "
+               "'~/an old/base/of/the/workspace/that/moved'")
     assert wrap(f"aikito: if it moved, point aikito at it with: {command} (relinks)", 60,
                 2) == ["aikito: if it moved, point aikito at it with:",
                        f"  {command}", "  (relinks)"]
