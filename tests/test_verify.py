@@ -138,3 +138,26 @@ def test_verification_never_looks_through_a_directory_swapped_for_a_symlink(ws: 
            f"'{ws.root}/memory/old/a.md')" in info.value.differences
     assert info.value.message.startswith("the plan is stale")  # found before any write
     assert snapshot(co, ws.root, elsewhere) == before
+
+
+def test_a_plan_without_writes_executed_later_is_verified_too(ws: WS) -> None:
+    """[E2] (NOOP targets included): ``Project.execute`` of a plan made earlier re-checks
+    even a plan with nothing to write — a NOOP target replaced since is a stale plan, not
+    "unchanged"."""
+    ws.add_file("a.md", "a")
+    co = ws.checkout("co")
+    ws.write_config("demo", memory=["a.md"], paths=[co])
+    project = ws.project("demo")
+    project.sync()
+    plan = project.plan()
+    assert {op.action.value for op in plan.operations} == {"NOOP"}
+    target = f"{co}/.agents/memory/a.md"
+    os.unlink(target)
+    with open(target, "w") as fh:
+        fh.write("user's own a.md")
+    before = snapshot(co, ws.root)
+    with pytest.raises(StalePlanError) as info:
+        project.execute(plan)
+    assert info.value.differences == (
+        f"target {target} is now a regular file (was a symlink to '{ws.root}/memory/a.md')",)
+    assert snapshot(co, ws.root) == before
