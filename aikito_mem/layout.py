@@ -148,3 +148,22 @@ def owns(literal: str | None, link_dir: str, candidates: Iterable[str]) -> str |
         if literal_resolves_to(literal, link_dir, cand):
             return cand
     return None
+
+
+#: The kernel's limit for a path given whole (Linux ``PATH_MAX``, the terminating NUL
+#: included) — what observation passes to ``lstat`` for an instruction target and a
+#: per-agent skills directory ([E5]).
+PATH_MAX = 4096
+
+
+def too_long(path: str) -> str | None:
+    """[E5]: why the engine must not create ``path`` (a CONFLICT's reason), or ``None``.
+    A target is observed by its whole path; one the kernel refuses to name
+    (``ENAMETOOLONG``) would be created through directory descriptors and then make every
+    later run of the checkout fail, so it is never planned for creation."""
+    size = len(path.encode("utf-8", "surrogateescape"))
+    if size < PATH_MAX:
+        return None
+    return (f"its path is {size} bytes long, more than the {PATH_MAX - 1} a path can have "
+            "here: aikito would create it but never be able to look at it again")
+

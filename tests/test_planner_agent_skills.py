@@ -198,3 +198,21 @@ def test_the_planner_imports_no_io_module():
     imported |= {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
                  for a in n.names}
     assert imported <= {"__future__", "aikito_mem"}
+
+
+def test_a_skills_directory_the_kernel_could_not_name_again_is_never_created():
+    """[E5]: a per-agent link whose whole path reaches PATH_MAX is a CONFLICT for every
+    skill of that directory, never created (every later run would fail to look at it)."""
+    from aikito_mem.layout import PATH_MAX
+
+    rel = "/".join(["d" * 200] * 20)
+    v = AgentSkillsView(rel, ("claude-code",), True, ABSENT, (),
+                        ((rel.split("/")[0], ABSENT),))
+    name = "s" * (PATH_MAX - len(f"{CO}/{rel}/"))
+    assert len(f"{CO}/{rel}/{name}") == PATH_MAX
+    ops, _, _ = plan_dir(CO, v, (skill(name), skill("alpha")), WS, CFG)
+    assert [(op.action, op.target.rsplit("/", 1)[1]) for op in ops] == [
+        (Action.CONFLICT, name), (Action.CONFLICT, "alpha")]
+    assert "more than the 4095 a path can have" in ops[0].reason
+    fits, _, _ = plan_dir(CO, v, (skill(name[:-1]),), WS, CFG)
+    assert [op.action for op in fits] == [Action.CREATE]

@@ -109,3 +109,22 @@ def test_offline_skips_each_target():
                   source(CONTENT))
     assert [(op.action, op.target) for op in ops] == [
         (Action.SKIP, "/co/.claude/CLAUDE.md"), (Action.SKIP, "/co/AGENTS.md")]
+
+
+@pytest.mark.parametrize("detected", [True, False])
+def test_a_target_the_kernel_could_not_name_again_is_never_created(detected):
+    """[E5]: a target whose whole path reaches PATH_MAX would be created through directory
+    descriptors and then make every later run fail (ENAMETOOLONG): a CONFLICT naming the
+    length, never a CREATE; one byte shorter is created as usual."""
+    from aikito_mem.layout import PATH_MAX
+
+    deep = "/".join(["d" * 200] * 19)
+    rel = f"{deep}/{'x' * (PATH_MAX + 2 - len(f'{CO}/{deep}/') - 3)}.md"
+    assert len(f"{CO}/{rel}") == PATH_MAX + 2  # ".md" past the limit
+    ops, _, _ = plan_checkout(CO, source(CONTENT), InstructionsView(
+        (target(parent=ABSENT, detected=detected, rel=rel),), ABSENT))
+    assert [op.action for op in ops] == [Action.CONFLICT]
+    assert "more than the 4095 a path can have" in ops[0].reason
+    short = rel[:PATH_MAX - len(CO) - 2]
+    assert len(f"{CO}/{short}") == PATH_MAX - 1
+    assert actions(CONTENT, target(parent=DIR, rel=short)) == [Action.CREATE]

@@ -13,6 +13,7 @@ CONFLICT for its skills, preserved.  No I/O happens here.
 
 from __future__ import annotations
 
+from aikito_mem.layout import too_long
 from aikito_mem.model import (
     ABSENT,
     Action,
@@ -86,6 +87,15 @@ def plan_dir(
         return [conflict], findings, dirs
     base = f"{checkout}/{view.rel}"
     if view.root.kind is Kind.ABSENT:
+        longest = max((res.name for res in skills), key=len, default="")
+        long = too_long(f"{base}/{longest}") if skills else None
+        if long is not None:  # [E5]: a directory never to create
+            return [Operation(
+                Action.CONFLICT, R_AGENT_SKILLS, checkout, f"{base}/{res.name}",
+                f"{base}/{longest}: {long}", remedy="shorten the project_skills_path of "
+                "the agent registry, or move the checkout to a shorter path",
+                resource=res.name, source=res.source, segment=_SEG, observed=ABSENT)
+                for res in skills], findings, dirs
         if not view.detected:
             ops += [Operation(Action.SKIP, R_AGENT_SKILLS, checkout, f"{base}/{res.name}",
                               f"agent not detected — {_who(view.agents)}: its skills "

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import attrs
 
-from aikito_mem.layout import AGENTS_DIR, LEGACY_INSTRUCTIONS, relink_path
+from aikito_mem.layout import AGENTS_DIR, LEGACY_INSTRUCTIONS, relink_path, too_long
 from aikito_mem.model import (
     ABSENT,
     Action,
@@ -112,6 +112,11 @@ def _plan_target(checkout: str, source: InstructionSource,
                        f"aikito's link to {src}, which {why}: not left dangling", src,
                        observed=obs)
         return None
+    long = too_long(f"{checkout}/{rel}")
+    if long is not None and obs.kind is Kind.ABSENT:  # [E5]: a target never to create
+        return _op(Action.CONFLICT, checkout, rel, long, src,
+                   remedy="shorten the project_instruction_path of the agent registry, or "
+                   "move the checkout to a shorter path", observed=obs)
     if blocked_parent is not None:
         prel, pobs = blocked_parent
         where = f"{checkout}/{prel}"
