@@ -101,10 +101,11 @@ def dry_run_report(plan: Plan, *, check: bool = False) -> SyncReport:
         what = (f"the {names[0]} segment" if len(names) == 1 else
                 f"the {', '.join(names[:-1])} and {names[-1]} segments")
         others = any(op.segment not in plan.blocked_segments for op in plan.changes)
+        it = "it" if len(names) == 1 else "them"
         rest = ("nothing would be written" if plan.refused else
-                "nothing of it would be written; the other segments would be applied"
+                f"nothing of {it} would be written; the other segments would be applied"
                 if others else
-                "nothing of it would be written; the other segments are already in sync")
+                f"nothing of {it} would be written; the other segments are already in sync")
         error = ConflictError(
             f"{n} conflict{'s' * (n != 1)} block{'s' * (n == 1)} {what}; {rest} — "
             "resolve each as it says and run again",
