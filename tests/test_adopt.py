@@ -640,6 +640,8 @@ def test_refuses_paths_outside_agents_memory(ws: WS, tmp_path: Path) -> None:
     (co / "README.md").write_text("")
     refused(root, co / "README.md", "adopt.outside", tmp_path)
     refused(root, rt(co), "adopt.outside", tmp_path)
+    d = refused(root, co, "adopt.outside", tmp_path)  # the checkout root itself
+    assert "is the checkout itself" in d["error"]["message"], d
     (co / ".agents" / "other").write_text("")
     refused(root, co / ".agents" / "other", "adopt.outside", tmp_path)
     stranger = tmp_path / "stranger" / ".agents" / "memory"

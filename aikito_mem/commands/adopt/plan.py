@@ -262,6 +262,9 @@ def validate(target: str, workspace: str | None = None, *, project: str | None =
     distinct.outside_workspace(physical, st, ws.root)  # [H2], before anything else
     config, label, checkout = _find_checkout(physical, ws.root, project, environ)
     in_checkout = physical[len(checkout.rstrip("/")) + 1:]
+    if not in_checkout:  # the checkout itself, named (not reached through a symlink)
+        raise AdoptRefused(f"{physical} is the checkout itself; adopt only takes {TAKES}",
+                           code="outside", path=physical)
     if not given.endswith(f"/{in_checkout}") or not _same_dir(
             given[:len(given) - len(in_checkout) - 1], checkout):
         raise AdoptRefused(
