@@ -133,10 +133,12 @@ def test_a_signal_during_a_cross_filesystem_copy(ws: WS, tmp_path: Path, tmpfs: 
     assert changed(before, snapshot(tmp_path)) == {f"{ws.root}/memory"}
 
 
-def test_a_signal_after_the_move_writes_nothing_more(ws: WS,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("name", ["g.md", "my g.md"])
+def test_a_signal_after_the_move_writes_nothing_more(ws: WS, monkeypatch: pytest.MonkeyPatch,
+                                                     name: str) -> None:
+    """... and the command its message names pastes as one shell word ([U2])."""
     _co, rt = world(ws)
-    Path(rt, "g.md").write_text("g\n")
+    Path(rt, name).write_text("g\n")
     cfg = Path(ws.config_path("demo")).read_bytes()
     real = treemove.move
     writes: list[str] = []
@@ -148,21 +150,22 @@ def test_a_signal_after_the_move_writes_nothing_more(ws: WS,
 
     monkeypatch.setattr(treemove, "move", signalled)
     monkeypatch.setattr(fsutil, "create_temp", lambda *a: writes.append("temp") or 1 / 0)
-    res, d = adopt_json(ws, f"{rt}/g.md")
+    res, d = adopt_json(ws, f"{rt}/{name}")
     assert writes == []  # not even a temporary file for agent.toml
     assert res.exit_code == 130 and d["outcome"] == "interrupted", d
     assert [s["status"] for s in d["steps"]] == ["applied", "not_applied", "not_applied"]
-    assert d["content_at"] == ws.memory_path("g.md")
-    assert f"the content is at {ws.memory_path('g.md')}" in d["error"]["message"]
-    assert "'g.md' is not yet in the memory list" in d["error"]["message"]
-    assert f"to finish, run `aikito adopt {rt}/g.md` again" in d["error"]["message"]
+    assert d["content_at"] == ws.memory_path(name)
+    assert f"the content is at {ws.memory_path(name)}" in d["error"]["message"]
+    assert f"{name!r} is not yet in the memory list" in d["error"]["message"]
+    word = f"{rt}/{name}" if " " not in name else f"'{rt}/{name}'"
+    assert f"to finish, run `aikito adopt {word}` again" in d["error"]["message"]
     assert Path(ws.config_path("demo")).read_bytes() == cfg
-    assert not os.path.lexists(f"{rt}/g.md")
+    assert not os.path.lexists(f"{rt}/{name}")
     # [E5] what the message says converges: the same adopt again finishes it.
     monkeypatch.undo()
-    res, d = adopt_json(ws, f"{rt}/g.md")
+    res, d = adopt_json(ws, f"{rt}/{name}")
     assert (res.exit_code, d["outcome"], d["method"]) == (0, "adopted", "resume"), d
-    assert os.readlink(f"{rt}/g.md") == ws.memory_path("g.md")
+    assert os.readlink(f"{rt}/{name}") == ws.memory_path(name)
 
 
 def test_a_signal_while_agent_toml_is_written_stops_before_the_rename(

@@ -41,6 +41,7 @@ from aikito_mem.errors import (
     StalePlanError,
 )
 from aikito_mem.model import Action, Operation, Plan, SegmentName, Status, SyncResult
+from aikito_mem.planner.remedies import quote
 
 if TYPE_CHECKING:
     from aikito_mem.executor.lock import Locks
@@ -427,6 +428,6 @@ def _interrupted(exc: InterruptedError_, a: Adoption, run: _Run) -> str:
     listed = "is" if run.steps[Step.REGISTER] in (StepStatus.APPLIED,
                                                   StepStatus.SKIPPED) else "is not yet"
     return (f"{exc.message} — the content is at {a.destination} and {a.reference!r} {listed} "
-            f"in the {_list(a)} list; to finish, run `aikito adopt {a.target}` again ([E5]: it "
-            f"resumes), or add it if needed and run `aikito sync project {a.project} "
-            f"{a.checkout}`")
+            f"in the {_list(a)} list; to finish, run `aikito adopt {quote(a.target)}` again "
+            f"([E5]: it resumes), or add it if needed and run `aikito sync project "
+            f"{quote(a.project)} {quote(a.checkout)}`")
