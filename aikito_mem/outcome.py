@@ -69,11 +69,12 @@ class SyncReport(Value):
 NO_WORKSPACE_CODES = ("config.workspace_missing", "config.workspace_no_projects")
 
 
-def no_workspace_report(error: AikitoError, *, dry_run: bool, shown: str) -> SyncReport:
+def no_workspace_report(error: AikitoError, *, dry_run: bool) -> SyncReport:
     """[U4] (``--skip-without-workspace``, the pre-commit hook): no workspace on this
     machine is nothing to check — ``unchanged``, exit 0, one ``sync.no_workspace``
-    notice naming ``shown`` (the path looked at, as the text shows it)."""
-    message = (f"no aikito workspace on this machine ({shown} "
+    notice naming the path looked at (absolute, as ``--json`` carries it; the text
+    writes it where the command ran)."""
+    message = (f"no aikito workspace on this machine ({error.path or '?'} "
                f"{'is not a workspace' if error.code.endswith('projects') else 'is missing'})"
                ": nothing to check")
     return SyncReport(None, None, dry_run, Outcome.UNCHANGED, EXIT_OK,
@@ -81,13 +82,13 @@ def no_workspace_report(error: AikitoError, *, dry_run: bool, shown: str) -> Syn
                                         error.path),))
 
 
-def no_project_report(error: NoProjectHereError, *, dry_run: bool, shown: str
-                      ) -> SyncReport:
+def no_project_report(error: NoProjectHereError, *, dry_run: bool) -> SyncReport:
     """[U4] (``--skip-without-workspace``, the pre-commit hook): a workspace none of whose
     projects has this checkout is nothing to check either — a teammate's workspace need
     not list every repository — ``unchanged``, exit 0, one ``sync.no_project`` notice
-    naming the workspace as ``shown``."""
-    message = f"no project of the workspace {shown} has this checkout: nothing to check"
+    naming the workspace (absolute)."""
+    message = (f"no project of the workspace {error.workspace} has this checkout: "
+               "nothing to check")
     return SyncReport(None, error.workspace, dry_run, Outcome.UNCHANGED, EXIT_OK,
                       findings=(Finding("sync.no_project", "info", message,
                                         error.directory),))

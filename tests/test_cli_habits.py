@@ -422,6 +422,30 @@ def test_skip_without_workspace_where_no_project_lists_the_checkout(
         "config_error", 4, "config.project_not_found")
 
 
+def test_skip_without_workspace_notices_are_absolute_in_json(
+        ws: WS, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """[U4] [U2] §9: the notice's path is written where the command ran in text only;
+    ``--json`` carries it absolute, in the message as in ``path``."""
+    monkeypatch.chdir(ws.base)
+    gone = str(ws.base / "gone")
+    argv = ["--workspace", gone, "sync", "project", "--check", "--skip-without-workspace"]
+    doc = one_json(CliRunner().invoke(cli, [*argv, "--json"]).stdout)
+    assert [(f["message"], f["path"]) for f in doc["findings"]] == [(
+        f"no aikito workspace on this machine ({gone} is missing): nothing to check",
+        gone)]
+    text = CliRunner().invoke(cli, argv, env={"COLUMNS": "200"})
+    assert text.stdout == ("notice: no aikito workspace on this machine (gone is "
+                           "missing): nothing to check\n")
+    ws.write_config("other", memory=[])
+    argv = ["sync", "project", ".", ".", "--check", "--no-register",
+            "--skip-without-workspace"]
+    doc = one_json(run(ws, *argv, "--json").stdout)
+    assert [f["message"] for f in doc["findings"]] == [
+        f"no project of the workspace {ws.root} has this checkout: nothing to check"]
+    assert run(ws, *argv, columns="200").stdout == (
+        "notice: no project of the workspace ws has this checkout: nothing to check\n")
+
+
 def test_skip_without_workspace_never_skips_what_might_list_the_checkout(
         ws: WS, monkeypatch: pytest.MonkeyPatch) -> None:
     """A project whose agent.toml does not load might be the one that lists this

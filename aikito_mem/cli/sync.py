@@ -307,25 +307,21 @@ def _no_workspace(view: SyncView, workspace: str | None, *, dry_run: bool
     from aikito_mem.config.discovery import resolve_workspace
     from aikito_mem.errors import ConfigError
     from aikito_mem.outcome import NO_WORKSPACE_CODES, no_workspace_report
-    from aikito_mem.render.paths import Paths
 
     try:
         resolve_workspace(workspace)
     except ConfigError as exc:
         if exc.code not in NO_WORKSPACE_CODES:
             raise
-        where = Paths(None, cwd=view.display.cwd, home=view.display.home)
-        return no_workspace_report(exc, dry_run=dry_run, shown=where.text(exc.path or "?"))
+        return no_workspace_report(exc, dry_run=dry_run)
     return None
 
 
 def _no_project(view: SyncView, exc: NoProjectHereError, *, dry_run: bool) -> SyncReport:
     from aikito_mem.outcome import no_project_report
-    from aikito_mem.render.paths import Paths
 
-    where = Paths(None, cwd=view.display.cwd, home=view.display.home)
     view.project, view.workspace = None, exc.workspace
-    return no_project_report(exc, dry_run=dry_run, shown=where.text(exc.workspace))
+    return no_project_report(exc, dry_run=dry_run)
 
 
 def _project(view: SyncView, workspace: str | None, name: str | None) -> Project:

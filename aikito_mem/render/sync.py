@@ -408,8 +408,10 @@ def text_lines(report: SyncReport, display: Display, *, plan_file: str | None = 
     (:func:`compact_lines`), else the plan (with statuses of a real run) and the closing
     line.  ``-q`` keeps the closing line of a real run (whether changes were applied),
     the command that applies a dry run, and where a plan was saved."""
-    if report.plan is None:
-        return [display.line(f"notice: {f.message}", "yellow") for f in report.findings]
+    if report.plan is None:  # [U4]: its path written where the command ran ([U2])
+        where = Paths(None, cwd=display.cwd, home=display.home)
+        return [display.line(f"notice: {where.text(f.message)}", "yellow")
+                for f in report.findings]
     if plan_file is None:
         compact = compact_lines(report, display)
         if compact is not None:
