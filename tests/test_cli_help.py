@@ -76,6 +76,18 @@ def test_sync_name_suggests_sync_project_name() -> None:
     assert near.exit_code == 2 and "Did you mean 'project'?" in near.stderr
 
 
+@pytest.mark.parametrize("args", [["--lock-timeout", "abc"], ["--lock-timeout", "-1"],
+                                  ["--lock-timeout", "nan"]])
+def test_a_usage_error_fits_a_narrow_terminal(args: list[str]) -> None:
+    """[U2]: the whole ``Error:`` line wraps — a bad value's message too, which click
+    composes after the message is set."""
+    res = CliRunner().invoke(cli, ["sync", "project", "demo", *args], env={"COLUMNS": "30"})
+    assert res.exit_code == 2
+    error = res.stderr.split("Error: ", 1)[1]
+    assert all(len(line) <= 30 for line in f"Error: {error}".splitlines()), res.stderr
+    assert args[0] in " ".join(error.split())
+
+
 def test_options_of_sync_before_project_mean_the_same_after_it(ws: WS) -> None:
     """[U1]: the reference tool's help writes them before ``project``."""
     ws.write_config("demo", memory=[], paths=[])

@@ -107,13 +107,17 @@ class AikitoGroup(FullSummaries):
 
 
 def _fit(exc: click.ClickException) -> None:
-    """[U2]: click's ``Error: MESSAGE`` wrapped to the width, with a hanging indent."""
+    """[U2]: click's ``Error: MESSAGE`` wrapped to the width, with a hanging indent —
+    the whole message as click prints it (a bad value's ``Invalid value for '--X': ``
+    is put before its own message)."""
     from aikito_mem.cli.options import output_width
     from aikito_mem.render.text import wrap
 
     prefix = "Error: "
-    lines = wrap(prefix + exc.message, output_width(), 2)
-    vars(exc)["message"] = "\n".join(lines)[len(prefix):]  # click types it Final
+    lines = wrap(prefix + exc.format_message(), output_width(), 2)
+    fitted = "\n".join(lines)[len(prefix):]
+    vars(exc)["message"] = fitted  # click types it Final
+    vars(exc)["format_message"] = lambda: fitted
 
 
 ROOT_EPILOG = """\b
