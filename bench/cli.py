@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import imports, report
-from bench.results import AIKITO, Row
+from bench import imports, instructions, report
+from bench.results import AIKITO, IMPORTS, Row
 from bench.runner import peers
 from bench.runner.groups import (
     BENCH,
@@ -74,6 +74,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="skip the import budgets (-X importtime of a warm W1 and W1+segments sync)",
     )
+    ap.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count the start-up figures in instructions (valgrind): the same count "
+        "every run, for judging a change side by side",
+    )
     return ap.parse_args(argv)
 
 
@@ -120,6 +126,38 @@ def import_budgets(
     return out
 
 
+def instruction_figures(
+    family: list[Workload], root: Path, vbin: Path, envs: Env, tool: str
+) -> list[instructions.Figure]:
+    """The warm W1-like syncs of ``family`` against the import floor, in instructions,
+    on the workspaces its timed aikito_mem rows left in sync."""
+    py = str(vbin / "python")
+    out: list[instructions.Figure] = []
+    floor: int | str | None = None
+    for wl in family:
+        ws = root / wl.group_name / wl.name / AIKITO / "ws"
+        if wl.group_name != "W1" or wl.name == "W1+agents" or not ws.is_dir():
+            continue
+        if floor is None:
+            floor = instructions.count(tool, [py, "-c", IMPORTS], envs.new(), str(root))
+        log(f"instructions: warm {wl.name}")
+        cmd = [str(vbin / "aikito"), "--workspace", str(ws), "sync", "project", "demo"]
+        goal = (report.STARTUP_LIMIT if wl.name == "W1"
+                else round(report.STARTUP_LIMIT * report.STARTUP_SEGMENTS, 2))
+        out.append(instructions.Figure(f"{wl.name} warm / import floor", goal,
+                                       instructions.count(tool, cmd, envs.new(ws), str(root)),
+                                       floor))
+    return out
+
+
+def version_figure(vbin: Path, envs: Env, root: Path, tool: str) -> instructions.Figure:
+    py = str(vbin / "python")
+    return instructions.Figure(
+        "aikito --version / import click", report.VERSION_LIMIT,
+        instructions.count(tool, [str(vbin / "aikito"), "--version"], envs.new(), str(root)),
+        instructions.count(tool, [py, "-c", "import click"], envs.new(), str(root)))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     runs = args.runs or (5 if args.quick else 7)
@@ -138,9 +176,13 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     rows: list[Row] = []
     budgets: list[tuple[str, imports.Budget]] = []
+    counted: list[instructions.Figure] = []
+    tool = instructions.valgrind() if args.instructions else None
     try:
         envs = Env(root)
         rows = startup_rows(vbin, ref, envs, root, 2 * runs)
+        if tool:
+            counted.append(version_figure(vbin, envs, root, tool))
         tools = make_tools(vbin, ref, stow)
         for family in families(selected):
             for wl in family:
@@ -150,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             if not args.no_imports:
                 budgets += import_budgets(family, root, vbin, envs)
+            if tool:
+                counted[:0] = instruction_figures(family, root, vbin, envs, tool)
             if not args.keep:
                 shutil.rmtree(root / family[0].group_name, ignore_errors=True)
         if with_status:
@@ -172,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     found = [p for p in (ref, stow, strace) if p is not None]
     peer_lines = ["peers:"] + [f"  {p.name}: {p.version or 'MISSING'} — {p.reason}" for p in found]
     sections = tuple(imports.text(b, f"warm {name}", top=15) for name, b in budgets)
+    if args.instructions:
+        sections = (instructions.text(counted, "" if tool else "valgrind is not installed"),
+                    *sections)
     text = report.text(header, peer_lines, rows, ts, status, with_status, strace_missing,
                        sections)
     doc = report.document(
@@ -189,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
             },
             "peers": {p.name: {"version": p.version or None, "how": p.reason} for p in found},
             "import_budget": {name: b.as_dict() for name, b in budgets},
+            "instructions": [f.as_dict() for f in counted] if args.instructions else None,
         },
     )
     results = BENCH / "results"

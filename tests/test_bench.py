@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import cli, imports, report, suite
+from bench import cli, imports, instructions, report, suite
 from bench.results import AIKITO, FLOOR, IMPORTS, PASS, REFERENCE, STOW, Row, Sample
 from bench.runner import peers
 
@@ -459,3 +459,40 @@ def test_install_and_no_install_exclude_each_other(capsys: pytest.CaptureFixture
     with pytest.raises(SystemExit):
         cli.parse_args(["--install", "--no-install"])
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ instruction counts
+
+
+def test_instruction_count_sums_every_process_callgrind_reports(tmp_path: Path) -> None:
+    fake = tmp_path / "valgrind"
+    fake.write_text("#!/bin/sh\necho '==1== Collected : 2000' >&2\n"
+                    "echo '==2== Collected : 500' >&2\n")
+    fake.chmod(0o755)
+    assert instructions.count(str(fake), ["true"], {}, str(tmp_path)) == 2500
+
+
+def test_instruction_count_names_a_failure(tmp_path: Path) -> None:
+    fake = tmp_path / "valgrind"
+    fake.write_text("#!/bin/sh\necho 'no such file' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    assert instructions.count(str(fake), ["x"], {}, str(tmp_path)) == "exit 3: no such file"
+
+
+def test_instruction_figures_are_judged_against_their_goal() -> None:
+    met = instructions.Figure("W1 warm / import floor", 1.2, 276_000_000, 234_000_000)
+    unmet = instructions.Figure("W1+segments warm / import floor", 1.26, 300_000_000,
+                                234_000_000)
+    lost = instructions.Figure("aikito --version / import click", 1.1, "exit 1: boom", 1)
+    assert met.as_dict()["status"] == "MET"
+    assert unmet.as_dict()["status"] == "NOT MET"
+    assert lost.as_dict()["status"] == "NOT MEASURED"
+    assert instructions.text([met, unmet, lost]).splitlines() == [
+        "start-up figures in instructions (valgrind, PYTHONHASHSEED=0, whole process):",
+        "  [MET] W1 warm / import floor: 276.00 M / 234.00 M = 1.179x; goal <= 1.2x",
+        "  [NOT MET] W1+segments warm / import floor: 300.00 M / 234.00 M = 1.282x; "
+        "goal <= 1.26x",
+        "  [NOT MEASURED] aikito --version / import click: exit 1: boom",
+    ]
+    assert instructions.text([], "valgrind is not installed").splitlines()[1] == (
+        "  NOT MEASURED: valgrind is not installed")
