@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import click
 import pytest
 from click.testing import CliRunner, Result
 
@@ -179,3 +180,51 @@ def test_the_short_examples_of_sync_project_line_up() -> None:
     columns = {len(row) - len(row.split("  ")[-1].lstrip()) for row in rows}
     assert len(columns) == 1, rows
     assert all("  " in row.strip() for row in rows), rows
+
+
+def _every_command() -> list[tuple[list[str], click.Command]]:
+    found: list[tuple[list[str], click.Command]] = []
+
+    def walk(path: list[str], command: click.Command, parent: click.Context | None) -> None:
+        found.append((path, command))
+        ctx = click.Context(command, info_name=path[-1] if path else "aikito", parent=parent)
+        if isinstance(command, click.Group):
+            for name in command.list_commands(ctx):
+                sub = command.get_command(ctx, name)
+                assert sub is not None, name
+                walk([*path, name], sub, ctx)
+
+    walk([], cli, None)
+    return found
+
+
+def test_every_command_makes_its_help_option_without_gettext() -> None:
+    """[§12]: click words its help option through gettext (``locale`` imported, message
+    catalogues searched); every command of this tool makes its own, with the same text,
+    once per command (click orders the eager options by the option object)."""
+    from aikito_mem.cli.options import HELP_TEXT, Command, Group
+
+    commands = _every_command()
+    assert len(commands) > 10
+    for path, command in commands:
+        assert isinstance(command, Command | Group), (path, type(command).__mro__)
+        ctx = click.Context(command, help_option_names=["-h", "--help"])
+        option = command.get_help_option(ctx)
+        assert option is not None and option.help == HELP_TEXT, path
+        assert option.opts == ["-h", "--help"] and not option.expose_value, path
+        assert command.get_help_option(ctx) is option, path
+        assert option.name not in {p.name for p in command.params}, path
+        res = invoke(*path, "-h")
+        assert res.exit_code == 0 and res.stdout.startswith("Usage: "), (path, res.output)
+        assert "  -h, --help" in res.stdout and HELP_TEXT in res.stdout, path
+
+
+def test_version_and_help_the_first_given_wins() -> None:
+    """The --version option is this tool's own (no gettext); as click's, it and --help
+    are eager: the first of them given is the one that answers."""
+    assert invoke("--version").stdout == "aikito 0.1.0 (aikito_mem)\n"
+    assert invoke("--version", "--help").stdout == "aikito 0.1.0 (aikito_mem)\n"
+    helped = invoke("--help", "--version")
+    assert helped.exit_code == 0 and helped.stdout.startswith("Usage: ")
+    assert "  --version         Show the version and exit.\n" in helped.stdout
+    assert invoke("--version", "sync", "project", "--bogus").exit_code == 0

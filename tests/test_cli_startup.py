@@ -76,8 +76,10 @@ def _assert_plain_sync(imported: set[str]) -> None:
     # The output width is read without ``shutil`` (and the compression modules it brings).
     # The signal record installs its handlers through the built-in ``_signal`` ([E5]), not
     # ``signal`` and the enum classes it builds.
+    # click's own texts go through gettext, which imports ``locale``: the command line
+    # makes its help and version options without it (the tool is not translated).
     extras = {"json", "shlex", "click.shell_completion", "aikito_mem.world.git",
-              "subprocess", "shutil", "signal"}
+              "subprocess", "shutil", "signal", "locale"}
     assert not extras & imported, sorted(extras & imported)
     # Rooms only a rarer branch needs: shell completion (only when a shell asks), the
     # relink of --moved-from ([L4]), the per-agent skills directories ([N1]: none in the
@@ -179,14 +181,14 @@ def test_version_imports_click_and_the_root_only() -> None:
                            capture_output=True, text=True, check=True, timeout=120)
     click_only = {line.rsplit("|", 1)[-1].strip() for line in floor.stderr.splitlines()
                   if line.startswith("import time:")}
-    # ``-m`` itself imports runpy and importlib.util (the console script does not); click
-    # translates its own help texts through gettext, which imports locale, when it builds
-    # the --version and --help options; ``gc`` is built into the interpreter (the entry
-    # point turns the cyclic collector off).
-    allowed = {"runpy", "importlib.util", "importlib.machinery", "importlib._abc",
-               "locale", "_locale", "gc"}
+    # ``-m`` itself imports runpy and importlib.util (the console script does not);
+    # ``gc`` is built into the interpreter (the entry point turns the cyclic collector
+    # off).  Never ``locale``: the --version and --help options are made without click's
+    # gettext.
+    allowed = {"runpy", "importlib.util", "importlib.machinery", "importlib._abc", "gc"}
     extra = imported - ours - click_only - allowed
     assert not extra, sorted(extra)
+    assert "locale" not in imported
 
 
 def test_help_still_lists_every_command() -> None:

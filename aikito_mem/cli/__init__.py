@@ -136,11 +136,18 @@ Shell completion (bash; zsh and fish: see the README):
 """
 
 
+def _show_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(f"aikito {__version__} (aikito_mem)", color=ctx.color)
+        ctx.exit()
+
+
 @click.group(cls=AikitoGroup, epilog=ROOT_EPILOG,
              context_settings={"help_option_names": ["-h", "--help"],
                                "max_content_width": HELP_WIDTH})
-@click.version_option(__version__, "--version", prog_name="aikito",
-                      message="%(prog)s %(version)s (aikito_mem)")
+# click's version_option, without the gettext of its help text ([§12]).
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True,
+              help="Show the version and exit.", callback=_show_version)
 @click.option("--workspace", metavar="PATH", default=None,
               help="Workspace root (default: $AIKITO_DIR, the pointer file, ~/aikito).")
 @click.pass_context

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from aikito_mem.cli.error_handler import error_handler
-from aikito_mem.cli.options import json_option, lock_timeout_option, workspace_of
+from aikito_mem.cli.options import Command, json_option, lock_timeout_option, workspace_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from aikito_mem.commands.adopt.plan import AdoptReport
@@ -60,7 +60,7 @@ Examples:
 """
 
 
-@click.command("adopt", epilog=ADOPT_EPILOG)
+@click.command("adopt", cls=Command, epilog=ADOPT_EPILOG)
 @click.argument("target")
 @click.option("--project", metavar="NAME", default=None,
               help="The project, when the checkout is registered for several.")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from aikito_mem.cli.error_handler import end_interrupted, error_handler
-from aikito_mem.cli.options import color_option, json_option, use_color, workspace_of
+from aikito_mem.cli.options import Group, color_option, json_option, use_color, workspace_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from aikito_mem.commands.agents import AgentsAddReport, AgentsReport
@@ -82,7 +82,7 @@ Examples:
 """
 
 
-@click.group("agents", invoke_without_command=True, epilog=AGENTS_EPILOG,
+@click.group("agents", cls=Group, invoke_without_command=True, epilog=AGENTS_EPILOG,
              short_help="The coding agents aikito knows; register them in the workspace.")
 @json_option(SCHEMA)
 @color_option

@@ -12,6 +12,7 @@ import click
 
 from aikito_mem.cli.error_handler import error_handler
 from aikito_mem.cli.options import (
+    Command,
     color_option,
     completion,
     json_option,
@@ -31,7 +32,7 @@ Example:
 """
 
 
-@click.command("apply", epilog=APPLY_EPILOG)
+@click.command("apply", cls=Command, epilog=APPLY_EPILOG)
 @click.argument("planfile", shell_complete=completion("files"))
 @json_option("aikito.sync/2")
 @lock_timeout_option

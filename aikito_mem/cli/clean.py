@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING
 import click
 
 from aikito_mem.cli.error_handler import error_handler
-from aikito_mem.cli.options import color_option, json_option, lock_timeout_option, workspace_of
+from aikito_mem.cli.options import (
+    Command,
+    color_option,
+    json_option,
+    lock_timeout_option,
+    workspace_of,
+)
 from aikito_mem.cli.sync import SyncView, display_for
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -69,7 +75,7 @@ def _arguments(args: tuple[str, ...]) -> tuple[str | None, str | None]:
     return None, args[0]
 
 
-@click.command("clean", help=CLEAN_HELP, epilog=CLEAN_EPILOG,
+@click.command("clean", cls=Command, help=CLEAN_HELP, epilog=CLEAN_EPILOG,
                short_help="Remove this workspace's links from a project's checkouts.")
 @click.argument("args", nargs=-1, required=True, metavar="project NAME [PATH] | PATH")
 @click.option("--dry-run", is_flag=True, help="Plan and print; remove nothing.")

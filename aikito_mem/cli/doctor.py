@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from aikito_mem.cli.error_handler import end_interrupted, error_handler
-from aikito_mem.cli.options import color_option, json_option, use_color, workspace_of
+from aikito_mem.cli.options import Command, color_option, json_option, use_color, workspace_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from aikito_mem.commands.doctor.report import DoctorReport
@@ -53,7 +53,7 @@ Examples:
 """
 
 
-@click.command("doctor", epilog=DOCTOR_EPILOG,
+@click.command("doctor", cls=Command, epilog=DOCTOR_EPILOG,
                short_help="Health checks of the memory substrate, each with a remedy; "
                           "--fix makes the safe fixes.")
 @json_option("aikito.doctor/1")

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from aikito_mem.cli.error_handler import end_interrupted, error_handler
+from aikito_mem.cli.options import Group
 
 if TYPE_CHECKING:  # pragma: no cover
     from aikito_mem.commands.hook import HookAction, HookReport
@@ -46,7 +47,7 @@ Examples:
 """
 
 
-@click.group("hook", epilog=HOOK_EPILOG,
+@click.group("hook", cls=Group, epilog=HOOK_EPILOG,
              short_help="Install the post-checkout hook that syncs new git worktrees.")
 def hook_group() -> None:
     """The post-checkout hook that syncs a new git worktree (git worktree add) with

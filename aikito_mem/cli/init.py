@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import click
 
 from aikito_mem.cli.error_handler import error_handler
-from aikito_mem.cli.options import json_option, workspace_of
+from aikito_mem.cli.options import Command, Group, json_option, workspace_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from aikito_mem.commands.init.report import InitReport
@@ -121,7 +121,7 @@ Examples:
 """
 
 
-class InitGroup(click.Group):
+class InitGroup(Group):
     """``init [PATH]`` beside the subcommand ``project``: a first argument that names no
     subcommand is the workspace PATH (click would otherwise report "No such command")."""
 
@@ -144,7 +144,7 @@ class InitGroup(click.Group):
                               prefix="       ")
 
 
-class _PathCommand(click.Command):
+class _PathCommand(Command):
     """``init PATH`` as click runs it: its usage and help are the group's."""
 
     def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -154,12 +154,6 @@ class _PathCommand(click.Command):
     def get_help(self, ctx: click.Context) -> str:
         assert ctx.parent is not None
         return ctx.parent.get_help()
-
-    def get_help_option(self, ctx: click.Context) -> click.Option | None:
-        option = super().get_help_option(ctx)
-        if option is not None:
-            option.help = "Show this message and exit."
-        return option
 
 
 @click.command("PATH", cls=_PathCommand, hidden=True)

@@ -181,7 +181,54 @@ def fit_help(command: click.Command) -> click.Command:
     return command
 
 
-class FullSummaries(click.Group):
+#: The help option's own text, as click words it.
+HELP_TEXT = "Show this message and exit."
+
+
+def _show_help(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(ctx.get_help(), color=ctx.color)
+        ctx.exit()
+
+
+def help_option(command: click.Command, ctx: click.Context) -> click.Option | None:
+    """The ``-h`` / ``--help`` option of ``command``, made once, as click makes it but
+    with its text untranslated: click passes its own texts through ``gettext``, which
+    imports ``locale`` and searches for message catalogues at every call — for a tool
+    whose help is English only ([§12]).  Stored under a name no parameter of ours
+    takes, as click does since 8.5, so that it never clobbers a user parameter."""
+    names = command.get_help_option_names(ctx)
+    if not names or not command.add_help_option:
+        return None
+    option: click.Option | None = vars(command).get("_untranslated_help_option")
+    if option is None:
+        # Made once: click orders the eager callbacks by the option object itself.
+        option = click.Option([*names, "_untranslated_help"], is_flag=True,
+                              expose_value=False, is_eager=True, help=HELP_TEXT,
+                              callback=_show_help)
+        vars(command)["_untranslated_help_option"] = option
+    return option
+
+
+class Command(click.Command):
+    """A command whose help option is :func:`help_option`'s."""
+
+    def get_help_option(self, ctx: click.Context) -> click.Option | None:
+        return help_option(self, ctx)
+
+
+class Group(click.Group):
+    """A group whose help option is :func:`help_option`'s, and whose subcommands and
+    subgroups are made of this module's classes."""
+
+    command_class = Command
+    group_class = type
+
+    def get_help_option(self, ctx: click.Context) -> click.Option | None:
+        return help_option(self, ctx)
+
+
+class FullSummaries(Group):
     """A group whose command list shows each command's whole summary — its
     ``short_help``, else the first sentence of its help — wrapped, never cut short with
     ``...`` (click shortens them to the terminal's width)."""

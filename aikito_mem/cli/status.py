@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from aikito_mem.cli.error_handler import end_interrupted, error_handler
-from aikito_mem.cli.options import color_option, json_option, use_color, workspace_of
+from aikito_mem.cli.options import Command, color_option, json_option, use_color, workspace_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from aikito_mem.commands.status import StatusReport
@@ -45,7 +45,7 @@ Examples:
 """
 
 
-@click.command("status", epilog=STATUS_EPILOG,
+@click.command("status", cls=Command, epilog=STATUS_EPILOG,
                short_help="Every project and checkout with its sync state (writes nothing).")
 @json_option("aikito.status/1")
 @color_option
