@@ -28,29 +28,39 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator
-from typing import IO, TYPE_CHECKING, Any, Generic, NoReturn, Protocol, TypeVar, cast
+from typing import IO, TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, cast
 
 import click
 
-if TYPE_CHECKING:  # pragma: no cover
+R = TypeVar("R")
+
+if TYPE_CHECKING:  # pragma: no cover - what the handler needs, for the type checker only
+    from typing import Protocol
+
     from aikito_mem.errors import AikitoError, InterruptedError_
     from aikito_mem.render.text import Output
 
-R = TypeVar("R")
+    class View(Protocol[R]):
+        """What the handler needs from a command: how its report is rendered, how an
+        error becomes its report, and how a report ends when a signal was noticed
+        meanwhile."""
 
+        #: The ``error.code`` of an environment failure (an ``OSError``) of this command.
+        failed_code: str
 
-class View(Protocol[R]):
-    """What the handler needs from a command: how its report is rendered, how an error
-    becomes its report, and how a report ends when a signal was noticed meanwhile."""
+        def render(self, report: R) -> Output: ...
 
-    #: The ``error.code`` of an environment failure (an ``OSError``) of this command.
-    failed_code: str
+        def failed(self, error: AikitoError) -> R: ...
 
-    def render(self, report: R) -> Output: ...
+        def interrupted(self, report: R, error: InterruptedError_) -> R: ...
 
-    def failed(self, error: AikitoError) -> R: ...
+    class _Ending(Protocol):
+        """A frozen attrs report that carries the error it ended with."""
 
-    def interrupted(self, report: R, error: InterruptedError_) -> R: ...
+        @property
+        def error(self) -> AikitoError | None: ...
+
+    E = TypeVar("E", bound=_Ending)
 
 
 class Handler(Generic[R]):
@@ -69,16 +79,6 @@ class Handler(Generic[R]):
         if signum is not None:
             report = self._view.interrupted(report, interruption(signum))
         emit(self._view.render(report))
-
-
-class _Ending(Protocol):
-    """A frozen attrs report that carries the error it ended with."""
-
-    @property
-    def error(self) -> AikitoError | None: ...
-
-
-E = TypeVar("E", bound=_Ending)
 
 
 def end_interrupted(report: E, error: InterruptedError_) -> E:

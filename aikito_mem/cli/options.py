@@ -8,15 +8,17 @@ from __future__ import annotations
 import math
 import os
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Callable
+    from typing import TypeVar
+
     from aikito_mem.render.text import Display
 
-F = TypeVar("F", bound=Callable[..., Any])
+    F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Seconds(click.FloatRange):
