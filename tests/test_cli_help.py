@@ -158,7 +158,7 @@ def test_every_help_fits_the_width(columns: int) -> None:
 def test_help_that_fits_100_columns_is_unchanged() -> None:
     """The fitted formatter changes nothing that fits: at 100 columns every preserved
     line is click's own."""
-    from aikito_mem.cli.options import fitted
+    from aikito_mem.cli.help import fitted
 
     res = CliRunner().invoke(cli, ["sync", "project", "--help"], catch_exceptions=False,
                              env={"COLUMNS": "100"})

@@ -8,7 +8,8 @@
 - :mod:`~aikito_mem.cli.error_handler` — every command body runs inside it: the signal
   record installed first, every error mapped to its exit code and its one JSON document,
   the one place output is written;
-- :mod:`~aikito_mem.cli.options` — options several commands share.
+- :mod:`~aikito_mem.cli.options` — options several commands share;
+  :mod:`~aikito_mem.cli.help` — help that fits the width, loaded only to write one.
 
 Only ``click`` is imported at start-up: the root group loads a command's module when that
 command runs (or when the help lists it), and every other room is imported inside the
