@@ -28,17 +28,17 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator
-from typing import IO, TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, cast
+from typing import IO, TYPE_CHECKING, Any, NoReturn, cast
 
 import click
 
-R = TypeVar("R")
-
 if TYPE_CHECKING:  # pragma: no cover - what the handler needs, for the type checker only
-    from typing import Protocol
+    from typing import Protocol, TypeVar
 
     from aikito_mem.errors import AikitoError, InterruptedError_
     from aikito_mem.render.text import Output
+
+    R = TypeVar("R")
 
     class View(Protocol[R]):
         """What the handler needs from a command: how its report is rendered, how an
@@ -63,13 +63,13 @@ if TYPE_CHECKING:  # pragma: no cover - what the handler needs, for the type che
     E = TypeVar("E", bound=_Ending)
 
 
-class Handler(Generic[R]):
+class _Handler:
     """Given to the command body by :func:`error_handler`."""
 
-    def __init__(self, view: View[R]) -> None:
+    def __init__(self, view: View[Any]) -> None:
         self._view = view
 
-    def finish(self, report: R) -> NoReturn:
+    def finish(self, report: Any) -> NoReturn:
         """Print ``report`` and exit with its code — as interrupted when a signal arrived
         and nothing has reported it yet (a command that waited out its lock after SIGTERM
         ends with 143, not 6)."""
@@ -79,6 +79,20 @@ class Handler(Generic[R]):
         if signum is not None:
             report = self._view.interrupted(report, interruption(signum))
         emit(self._view.render(report))
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Generic
+
+    class Handler(_Handler, Generic[R]):
+        """:class:`_Handler` with the report type of its view (for the type checker: at
+        run time the handler is a plain class, [§12])."""
+
+        def __init__(self, view: View[R]) -> None: ...
+
+        def finish(self, report: R) -> NoReturn: ...
+else:
+    Handler = _Handler
 
 
 def end_interrupted(report: E, error: InterruptedError_) -> E:
