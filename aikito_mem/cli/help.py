@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import click
 
-from aikito_mem.cli.options import HELP_WIDTH, output_width
-
 
 def fitted(line: str, width: int) -> list[str]:
     """[U2]: one help line within ``width``: as it is when it fits, else wrapped at its
@@ -38,14 +36,19 @@ def fitted(line: str, width: int) -> list[str]:
 class FittedFormatter(click.HelpFormatter):
     """click's help formatter, whose preserved (``\\b``) paragraphs — the examples, the
     exit codes, the arguments — fit the width too (:func:`fitted`); click wraps the rest.
-    Its width is the output's ([U2], at most :data:`HELP_WIDTH`; click itself keeps two
-    columns free), so a help that fits 100 columns prints as it always did."""
+    Its width is the output's, ``fit`` ([U2], at most
+    :data:`~aikito_mem.cli.options.HELP_WIDTH`; click itself keeps two columns free), so
+    a help that fits 100 columns prints as it always did."""
+
+    def __init__(self, width: int | None, max_width: int | None, *, fit: int) -> None:
+        super().__init__(width=width, max_width=max_width)
+        self.fit = fit
 
     def write_text(self, text: str) -> None:
         indent = " " * self.current_indent
         wrapped = click.wrap_text(text, self.width, initial_indent=indent,
                                   subsequent_indent=indent, preserve_paragraphs=True)
-        width = min(output_width(), HELP_WIDTH, self.width + 2)
+        width = min(self.fit, self.width + 2)
         self.write("\n".join(part for line in wrapped.splitlines()
                              for part in fitted(line, width)))
         self.write("\n")

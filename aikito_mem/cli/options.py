@@ -136,7 +136,8 @@ class FittedContext(click.Context):
     def make_formatter(self) -> click.HelpFormatter:
         from aikito_mem.cli.help import FittedFormatter
 
-        return FittedFormatter(width=self.terminal_width, max_width=self.max_content_width)
+        return FittedFormatter(self.terminal_width, self.max_content_width,
+                               fit=min(output_width(), HELP_WIDTH))
 
 
 def fit_help(command: click.Command) -> click.Command:
