@@ -36,6 +36,8 @@ _MOUNTINFO = "/proc/self/mountinfo"
 #: Compiled (and cached by ``re``) when the mount table is first read ([§12]).
 _OCTAL = rb"\\([0-7]{3})"
 
+#: ``stat.S_IFMT`` as a mask: the type bits of ``st_mode``.
+_IFMT = 0o170000
 _KINDS = {
     stat.S_IFLNK: Kind.LINK,
     stat.S_IFREG: Kind.FILE,
@@ -47,12 +49,15 @@ _KINDS = {
 }
 
 
+_OTHER = Kind.OTHER
+
+
 def kind_of(mode: int) -> Kind:
-    return _KINDS.get(stat.S_IFMT(mode), Kind.OTHER)
+    return _KINDS.get(mode & _IFMT, _OTHER)
 
 
 def from_stat(st: os.stat_result, literal: str | None = None) -> Observed:
-    return Observed(kind_of(st.st_mode), literal, st.st_dev, st.st_ino)
+    return Observed(_KINDS.get(st.st_mode & _IFMT, _OTHER), literal, st.st_dev, st.st_ino)
 
 
 def lstat(path: str, *, dir_fd: int | None = None) -> Observed:
@@ -61,7 +66,7 @@ def lstat(path: str, *, dir_fd: int | None = None) -> Observed:
         st = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
     except (FileNotFoundError, NotADirectoryError):
         return ABSENT
-    return from_stat(st)
+    return Observed(_KINDS.get(st.st_mode & _IFMT, _OTHER), None, st.st_dev, st.st_ino)
 
 
 def lstat_link(path: str, *, dir_fd: int | None = None) -> Observed:
@@ -135,10 +140,9 @@ class Observer:
 
     def lstat(self, path: str) -> Observed:
         """Cached :func:`lstat`; an ``OSError`` other than absence is re-raised each time."""
-        try:
-            return self._lstat[path]
-        except KeyError:
-            pass
+        obs = self._lstat.get(path)
+        if obs is not None:
+            return obs
         if path in self._errors:
             raise self._errors[path]
         self.calls += 1
@@ -218,32 +222,35 @@ class Observer:
         except (FileNotFoundError, NotADirectoryError):
             return ()
         stack: list[tuple[int, str, int, Iterator[os.DirEntry[str]]]] = []
+        entry_of, listing, append, DIR = self._entry, self._listing, out.append, Kind.DIR
         try:
             # Each descriptor is on the stack before it is listed, so a failing listing
             # closes it too (the ``finally`` below).
             stack.append((top, "", root_obs.dev, _EMPTY))
-            stack[-1] = (top, "", root_obs.dev, self._listing(top))
+            stack[-1] = (top, "", root_obs.dev, listing(top))
             while stack:
                 fd, prefix, dev, entries = stack[-1]
-                entry = next(entries, None)
-                if entry is None:
+                # The directory's entries, until one is a directory to descend into: its
+                # listing is pushed, and this one resumes after it.
+                for entry in entries:
+                    found = entry_of(fd, entry, dev, root, prefix)
+                    if found is None:
+                        continue
+                    rel = prefix + entry.name
+                    append((rel, found))
+                    if recursive and found.kind is DIR:
+                        try:
+                            sub = os.open(entry.name, DIR_NOFOLLOW, dir_fd=fd)
+                        except OSError as exc:
+                            if exc.errno in _GONE:
+                                continue
+                            raise
+                        stack.append((sub, rel + "/", found.dev, _EMPTY))
+                        stack[-1] = (sub, rel + "/", found.dev, listing(sub))
+                        break
+                else:
                     stack.pop()
                     os.close(fd)
-                    continue
-                found = self._entry(fd, entry, dev, f"{root}/{prefix}")
-                if found is None:
-                    continue
-                rel = prefix + entry.name
-                out.append((rel, found))
-                if recursive and found.kind is Kind.DIR:
-                    try:
-                        sub = os.open(entry.name, DIR_NOFOLLOW, dir_fd=fd)
-                    except OSError as exc:
-                        if exc.errno in _GONE:
-                            continue
-                        raise
-                    stack.append((sub, rel + "/", found.dev, _EMPTY))
-                    stack[-1] = (sub, rel + "/", found.dev, self._listing(sub))
         finally:
             for fd, *_ in stack:
                 os.close(fd)
@@ -255,10 +262,10 @@ class Observer:
         with os.scandir(fd) as it:
             return iter(list(it))
 
-    def _entry(self, fd: int, entry: os.DirEntry[str], dev: int, where: str
+    def _entry(self, fd: int, entry: os.DirEntry[str], dev: int, root: str, prefix: str
                ) -> Observed | None:
         """One directory entry, observed relative to its directory's descriptor ``fd``
-        (``None`` when it vanished meanwhile)."""
+        (the directory ``root/prefix``; ``None`` when the entry vanished meanwhile)."""
         name = entry.name
         try:
             if entry.is_symlink():
@@ -273,7 +280,8 @@ class Observer:
                 return None
             raise
         obs = from_stat(st)
-        if obs.kind is Kind.DIR and self._is_mount(st, dev, entry.inode(), where + name):
+        if obs.kind is Kind.DIR and self._is_mount(st, dev, entry.inode(),
+                                                   f"{root}/{prefix}{name}"):
             return Observed(Kind.MOUNT, None, st.st_dev, st.st_ino)
         return obs
 
