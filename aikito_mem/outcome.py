@@ -170,13 +170,17 @@ def segment_results(
     """
     blocked = plan.blocked_segments
     writes: dict[SegmentName, list[int]] = {seg: [] for seg in SEGMENT_ORDER}
+    #: The segments with an operation: active without a look at the findings ([G6]).
+    present: set[SegmentName] = set()
+    create, unlink = Action.CREATE, Action.UNLINK
     for i, op in enumerate(plan.operations):
-        if op.action is Action.CREATE or op.action is Action.UNLINK:
+        present.add(op.segment)
+        if op.action is create or op.action is unlink:
             writes[op.segment].append(i)
     rank = {seg: n for n, seg in enumerate(SEGMENT_ORDER)}
     out = []
     for seg in SEGMENT_ORDER:
-        active = plan.segment_active(seg)
+        active = seg in present or plan.segment_active(seg)
         quiet = "planned" if dry_run else "unchanged"
         if seg in blocked:
             word, ok = "blocked", False

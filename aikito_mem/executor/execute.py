@@ -236,25 +236,24 @@ def write_order(plan: Plan, ops: Iterable[tuple[int, Operation]]) -> list[int]:
 
 def _final_statuses(plan: Plan, applied: set[int], unknown: set[int],
                     dry_run: bool = False) -> tuple[Status, ...]:
-    out = []
-    blocked = plan.blocked_segments
+    if dry_run:
+        return (Status.PLANNED,) * len(plan.operations)
+    out: list[Status] = []
+    append, blocked, noop, skip = out.append, plan.blocked_segments, Action.NOOP, Action.SKIP
     for i, op in enumerate(plan.operations):
-        if dry_run:
-            out.append(Status.PLANNED)
-        elif op.segment in blocked:
-            # §9: every operation of a blocked segment, whatever blocked it — its NOOPs
-            # and SKIPs included.
-            out.append(Status.NOT_APPLIED)
-        elif op.action is Action.NOOP:
-            out.append(Status.UNCHANGED)
-        elif op.action is Action.SKIP:
-            out.append(Status.SKIPPED)
+        if blocked and op.segment in blocked:
+            # §9: every operation of a blocked segment, its NOOPs and SKIPs included.
+            append(Status.NOT_APPLIED)
+        elif op.action is noop:
+            append(Status.UNCHANGED)
+        elif op.action is skip:
+            append(Status.SKIPPED)
         elif i in applied:
-            out.append(Status.APPLIED)
+            append(Status.APPLIED)
         elif i in unknown:
-            out.append(Status.UNKNOWN)
+            append(Status.UNKNOWN)
         else:
-            out.append(Status.NOT_APPLIED)
+            append(Status.NOT_APPLIED)
     return tuple(out)
 
 
@@ -384,12 +383,12 @@ def _apply(plan: Plan, locks: Locks) -> SyncResult:
                finished: bool = False) -> SyncResult:
         """``finished``: every write of the unblocked segments was made (a run blocked
         in part); otherwise a failure stops the segment in flight, or halts the run."""
-        errs = errors or {}
+        errs, n = errors or {}, len(plan.operations)
         stopped = (current[-1], outcome) if not success and current else None
         halted = outcome if not success and not current and not finished else None
         return SyncResult(
             plan, _final_statuses(plan, applied, unknown), outcome,
-            errors=tuple(errs.get(i) for i in range(len(plan.operations))),
+            errors=tuple(errs.get(i) for i in range(n)) if errs else (None,) * n,
             segments=segment_results(plan, applied=applied, stopped=stopped, halted=halted),
             registered=registered,
         )
