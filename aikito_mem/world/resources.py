@@ -24,6 +24,9 @@ from aikito_mem.model import (
 )
 from aikito_mem.world.observe import Observer
 
+#: A directory on the way to a source, by type alone (one shared value for every check).
+_ON_THE_WAY = Observed(Kind.DIR)
+
 
 def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
@@ -52,7 +55,8 @@ class SourceWalker:
             root_obs = self._obs.lstat(root)
         except OSError as exc:
             return f"{what} root {root} cannot be examined: {exc.strerror}", False, None, root
-        check = SourceCheck(root, Observed(root_obs.kind, root_obs.literal))
+        check = SourceCheck(root, _ON_THE_WAY if root_obs.kind is Kind.DIR
+                            else Observed(root_obs.kind, root_obs.literal))
         if root_obs.kind is Kind.ABSENT:
             return f"source does not exist ({root} is missing)", True, check, root
         if root_obs.kind is not Kind.DIR:
@@ -101,17 +105,24 @@ class SourceWalker:
             return problem, missing, tuple(checks)
         path = physical = root
         last = len(parts) - 1
+        lstat = self._obs.lstat
         for i, part in enumerate(parts):
             path, physical = f"{path}/{part}", f"{physical}/{part}"
-            problem, missing, obs, physical = self._step(root, path, physical, real_root,
-                                                         checks)
-            if problem is not None:
-                return problem, missing, tuple(checks)
+            try:
+                obs: Observed | None = lstat(physical)
+            except OSError:
+                obs = None
+            if obs is None or obs.kind is Kind.LINK or obs.kind is Kind.ABSENT:
+                # The component's every other case, from the same cached observation.
+                problem, missing, obs, physical = self._step(root, path, physical,
+                                                             real_root, checks)
+                if problem is not None:
+                    return problem, missing, tuple(checks)
             if i < last:
                 if obs.kind is not Kind.DIR:
                     return (f"source {path} does not exist ({physical} is {obs.describe()})",
                             True, tuple(checks))
-                checks.append(SourceCheck(physical, Observed(Kind.DIR)))
+                checks.append(SourceCheck(physical, _ON_THE_WAY))
                 continue
             if obs.kind is Kind.DIR or (obs.kind is Kind.FILE and not dir_only):
                 checks.append(SourceCheck(physical, obs))
