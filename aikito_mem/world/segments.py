@@ -231,11 +231,13 @@ def occupied_targets(
         entries = dict(view.entries)
         base = f"{view.path}/{MEMORY_DIR}"
         for res in desired:
+            obs = entries.get(res.rel)
+            if obs is None or (obs.kind is Kind.LINK and obs.literal == res.source):
+                continue  # nothing there, or a link naming its source byte for byte ([O1])
             sources = (res.source, *resources.notes_history) if res.is_notes else (
                 res.source,)
             parent = res.rel.rpartition("/")[0]
-            if _foreign(entries.get(res.rel, ABSENT), f"{base}/{parent}" if parent else base,
-                        sources):
+            if _foreign(obs, f"{base}/{parent}" if parent else base, sources):
                 out.setdefault(view.path, []).append(f"{MEMORY_DIR}/{res.rel}")
     by_name = {res.name: (res.source,) for res in skills}
     for checkout, view_ in skill_views.items():
