@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from aikito_mem import layout, signals
+from aikito_mem import signals
 from aikito_mem.config.agent_toml import parse_project_config
 from aikito_mem.config.discovery import (
     Workspace,
@@ -22,12 +22,7 @@ from aikito_mem.config.discovery import (
     resolve_workspace,
 )
 from aikito_mem.config.projects import load_project_config, read_config_bytes
-from aikito_mem.errors import (
-    ConfigError,
-    ConflictError,
-    NoProjectHereError,
-    ProjectPrepareConflictError,
-)
+from aikito_mem.errors import ConfigError, NoProjectHereError
 from aikito_mem.executor.execute import execute, planned_result
 from aikito_mem.executor.lock import DEFAULT_TIMEOUT, Locks, check_timeout
 from aikito_mem.fsutil import sha256_hex
@@ -39,28 +34,12 @@ from aikito_mem.model import (
     SyncResult,
 )
 from aikito_mem.planner.project import plan_project
-from aikito_mem.values import Value, record
+from aikito_mem.values import Value
 from aikito_mem.world import checkouts as _checkouts
 from aikito_mem.world.observe import Observer, with_identity
 
 if TYPE_CHECKING:
     from aikito_mem.world.git import WorktreeAnswers
-
-
-@record
-class PrepareConflict(Value):
-    """One conflict reported by :meth:`Project.prepare`."""
-
-    #: The runtime path (or checkout path) in conflict.
-    path: str
-    #: What was found and what was expected.
-    reason: str
-    #: The safe remedy.
-    remedy: str | None = None
-    #: The resource concerned, when there is one.
-    resource: str | None = None
-    #: The segment of the conflict: ``skills``, ``instructions`` or ``memory`` ([A3]).
-    segment: str = "memory"
 
 
 @attrs.frozen(repr=False, eq=False)
@@ -389,82 +368,26 @@ class Project:
 
         Same engine, holding the lock; never registers, never touches anything outside
         that checkout's ``.agents/memory``, prints nothing.  SIGINT/SIGTERM handlers are
-        installed for the duration ([E5]).
+        installed for the duration ([E5]).  Its room, :mod:`aikito_mem.prepare`, is
+        imported by the first call ([§12]: a sync never needs it).
         """
-        with signals.installed():
-            return self._prepare(agent, path)
+        from aikito_mem.prepare import prepare
 
-    def _prepare(self, agent: str, path: str | None) -> PreparedProject:
-        self._check_agent(agent)
-        observer = Observer()
-        if path is None:
-            listed = _checkouts.slots(self.config, observer, home=self._home())
-            active = [s for s in listed if s.state is CheckoutState.ACTIVE]
-            if not active:
-                for slot in listed:  # [H1]: say why rather than "no active checkout"
-                    if slot.code is not None:
-                        raise ConfigError(f"{slot.reason} — pass path=", code=slot.code,
-                                          path=slot.path)
-                raise ConfigError(
-                    f"project {self.name!r} has no active checkout (none of its paths in "
-                    f"{self.config.config_path} exists on this machine) — pass path=",
-                    code="config.no_active_checkout", path=self.config.config_path,
-                )
-            if len(active) > 1:
-                listing = ", ".join(f"{s.label}={s.path}" for s in active)
-                raise ConfigError(
-                    f"project {self.name!r} has several active checkouts: {listing} — "
-                    "pass path= to choose one",
-                    code="config.ambiguous_checkout", path=self.config.config_path,
-                )
-            slot = active[0]
-        else:
-            slot, _registered = _checkouts.explicit_slot(self.config, path, observer,
-                                                         home=self._home())
-        with Locks() as locks:
-            locks.acquire([slot.path], DEFAULT_TIMEOUT)
-            plan = self._plan((slot,), Observer(), explicit=slot.path, register=None,
+        def plan(slot: _checkouts.Slot) -> Plan:
+            return self._plan((slot,), Observer(), explicit=slot.path, register=None,
                               agent=agent)
-            try:
-                result = execute(plan, locks=locks, environ=self._environ,
-                                 config=self.config, home=self.home)
-            except ConflictError as exc:
-                # [A3]/[E8]: the segments without conflicts were applied (unless every
-                # segment was blocked); the conflicts are reported segment by segment.
-                conflicts = tuple(
-                    PrepareConflict(op.target, op.reason, op.remedy, op.resource,
-                                    op.segment.value)
-                    for op in plan.conflicts
-                )
-                n = len(conflicts)
-                listing = "; ".join(f"{c.segment}: {c.path}: {c.reason}" for c in conflicts)
-                done = ("nothing was written" if plan.refused else
-                        "the segments without conflicts were applied")
-                error = ProjectPrepareConflictError(
-                    f"cannot fully prepare project {self.name!r} for agent {agent!r}: {n} "
-                    f"conflict{'s' * (n != 1)} ({done}) — {listing}",
-                    project=self.name, conflicts=conflicts, plan=plan,
-                )
-                error.result = exc.result
-                raise error from None
-        return PreparedProject(self.name, agent, slot.path, result)
 
-    def _check_agent(self, agent: str) -> None:
-        if not agent or "/" in agent or agent in (".", "..") or "\0" in agent:
-            raise ConfigError(
-                f"agent name {agent!r} is not a single file name; expected a name such "
-                "as 'claude'", code="config.agent_invalid",
-            )
-        registry = layout.agents_root(self.workspace)
-        from aikito_mem.model import Kind
-        from aikito_mem.world.observe import lstat
+        with signals.installed():
+            checkout, result = prepare(self.config, self.workspace, agent, path,
+                                       environ=self._environ, home=self.home, plan=plan)
+        return PreparedProject(self.name, agent, checkout, result)
 
-        if lstat(registry).kind is not Kind.DIR:
-            return
-        entry = f"{registry}/{agent}.toml"
-        if lstat(entry).kind is not Kind.FILE:
-            raise ConfigError(
-                f"agent {agent!r} is not registered: expected the file {entry}, found "
-                f"nothing there — add {agent}.toml to {registry} or use a registered agent",
-                code="config.agent_unknown", path=entry,
-            )
+
+def __getattr__(name: str) -> object:
+    """:class:`~aikito_mem.prepare.PrepareConflict`, where it was declared before its
+    room was split off (PEP 562: imported on first use)."""
+    if name == "PrepareConflict":
+        from aikito_mem.prepare import PrepareConflict
+
+        return PrepareConflict
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -266,6 +266,25 @@ def test_conflicts_raise_with_project_and_conflicts(ws: WS) -> None:
     assert snapshot(*ws.roots()) == before
 
 
+def test_a_conflict_is_a_prepare_conflict_also_named_by_the_api(ws: WS) -> None:
+    """Each conflict is a :class:`PrepareConflict` of prepare's room, still reachable as
+    ``aikito_mem.api.PrepareConflict`` where it was declared first ([A3], [§12])."""
+    import aikito_mem.api as api_mod
+    from aikito_mem.prepare import PrepareConflict
+
+    (co,) = build(ws)
+    Path(co, ".agents/memory").mkdir(parents=True)
+    Path(co, ".agents/memory/top.md").write_text("mine\n")
+    with pytest.raises(ProjectPrepareConflictError) as info:
+        ws.project("demo").prepare("claude")
+    (conflict,) = info.value.conflicts
+    assert isinstance(conflict, PrepareConflict)
+    assert conflict.segment == "memory"
+    assert api_mod.PrepareConflict is PrepareConflict
+    with pytest.raises(AttributeError):
+        _ = api_mod.NoSuchName  # type: ignore[attr-defined]
+
+
 def test_missing_source_raises_and_writes_nothing(ws: WS) -> None:
     (co,) = build(ws)
     os.unlink(ws.memory_path("team/a.md"))
