@@ -90,6 +90,8 @@ def _assert_plain_sync(imported: set[str]) -> None:
             "aikito_mem.cli.help",
             # [E2]: a plan without writes has nothing to re-check before a first write.
             "aikito_mem.executor.verify",
+            # [E4]: the guarded writes' room, for a plan that writes.
+            "aikito_mem.executor.writer",
             # [A3]: Project.prepare's room, imported by its first call.
             "aikito_mem.prepare"}
     assert not rare & imported, sorted(rare & imported)

@@ -3,7 +3,7 @@
 Every test scatters foreign files around the checkout (and inside ``.agents`` and
 ``.agents/memory``) and proves afterwards that they are byte- and inode-identical.
 Failures are injected by wrapping ``os.symlink`` / ``os.unlink`` / ``os.mkdir`` as the
-executor sees them (``aikito_mem.executor.execute.os``), never by mocking the filesystem.
+writer sees them (``aikito_mem.executor.writer.os``), never by mocking the filesystem.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import pytest
 from click.testing import CliRunner
 
 import aikito_mem.executor.execute as execute_mod
+import aikito_mem.executor.writer as writer_mod
 from aikito_mem import Project
 from aikito_mem.cli import cli
 from aikito_mem.errors import ExecutionError, StalePlanError
@@ -360,7 +361,7 @@ def test_symlink_failure_stops_and_reports_per_op_status(
     plan = ws.project("demo").plan()
     order = writes(list(plan.operations), co)
     assert len(order) == 5  # top.md, team/a.md, glossary, adr, notes
-    monkeypatch.setattr(execute_mod.os, "symlink",
+    monkeypatch.setattr(writer_mod.os, "symlink",
                         failing("symlink", k, err, effect=err == errno.EIO))
     with pytest.raises(ExecutionError) as info:
         ws.project("demo").execute(plan)
@@ -388,7 +389,7 @@ def test_failure_via_cli_json_exit_5(
 ) -> None:
     co = build(ws)
     foreign = scatter(co)
-    monkeypatch.setattr(execute_mod.os, "symlink", failing("symlink", 2, err))
+    monkeypatch.setattr(writer_mod.os, "symlink", failing("symlink", 2, err))
     result = CliRunner().invoke(
         cli, ["--workspace", ws.root, "sync", "project", "demo", "--json"],
         catch_exceptions=False,
@@ -428,7 +429,7 @@ def test_unlink_failure(ws: WS, monkeypatch: pytest.MonkeyPatch, err: int, k: in
     kinds = [(plan.operations[i].action, plan.operations[i].entry) for i in order]
     assert kinds == [(Action.UNLINK, "link")] * 3 + [(Action.UNLINK, "directory")] + \
         [(Action.CREATE, "link")]
-    monkeypatch.setattr(execute_mod.os, "unlink",
+    monkeypatch.setattr(writer_mod.os, "unlink",
                         failing("unlink", k, err, effect=err == errno.EIO))
     with pytest.raises(ExecutionError) as info:
         ws.project("demo").execute(plan)
@@ -453,7 +454,7 @@ def test_mkdir_failure(ws: WS, monkeypatch: pytest.MonkeyPatch, err: int, k: int
                        ".agents/memory/team/a.md"]
     # mkdir calls: .agents, .agents/memory, decisions, decisions/adr, (notes: none), team
     k_to_op = {1: 1, 3: 1}
-    monkeypatch.setattr(execute_mod.os, "mkdir", failing("mkdir", k, err))
+    monkeypatch.setattr(writer_mod.os, "mkdir", failing("mkdir", k, err))
     with pytest.raises(ExecutionError) as info:
         ws.project("demo").execute(plan)
     statuses = [s.value for s in info.value.result.statuses]
@@ -474,7 +475,7 @@ def test_failure_of_the_last_create_keeps_earlier_ones(
     co = build(ws)
     plan = ws.project("demo").plan()
     order = writes(list(plan.operations), co)
-    monkeypatch.setattr(execute_mod.os, "symlink", failing("symlink", len(order), errno.ENOSPC))
+    monkeypatch.setattr(writer_mod.os, "symlink", failing("symlink", len(order), errno.ENOSPC))
     with pytest.raises(ExecutionError) as info:
         ws.project("demo").execute(plan)
     statuses = [s.value for s in info.value.result.statuses]

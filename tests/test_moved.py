@@ -182,10 +182,10 @@ def test_a_kill_between_the_fresh_link_and_the_rename_leaves_nothing_behind(
     def killed(src: Any, dst: Any, **kw: Any) -> None:
         raise KeyboardInterrupt  # the process dies after the symlink, before the rename
 
-    monkeypatch.setattr(execute_mod.os, "rename", killed)
+    monkeypatch.setattr(os, "rename", killed)
     with pytest.raises(KeyboardInterrupt):
         w.project().sync(moved_from=w.old)
-    monkeypatch.setattr(execute_mod.os, "rename", real_rename)
+    monkeypatch.setattr(os, "rename", real_rename)
     # The executor removes its temporary link on the way out; a SIGKILL would not: put
     # it back as a killed run leaves it.
     temp = f"{w.co}/.agents/skills/{relink_name('review')}"

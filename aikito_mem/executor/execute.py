@@ -15,7 +15,6 @@ a ``readlinkat`` proving ownership; ``rmdir`` refuses a non-empty directory).
 from __future__ import annotations
 
 import errno
-import os
 from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -23,14 +22,11 @@ from typing import TYPE_CHECKING
 from aikito_mem import signals
 from aikito_mem.errors import ConflictError, ExecutionError, InterruptedError_, StalePlanError
 from aikito_mem.executor.lock import DEFAULT_TIMEOUT, Locks, check_timeout, lock_fd, open_root
-from aikito_mem.fsutil import DIR_NOFOLLOW
 from aikito_mem.model import (
     SEGMENT_ORDER,
     Action,
     CheckoutPlan,
     CheckoutState,
-    Kind,
-    Observed,
     Operation,
     Plan,
     ProjectConfig,
@@ -40,7 +36,6 @@ from aikito_mem.model import (
 )
 from aikito_mem.outcome import segment_results
 from aikito_mem.planner.moved import R_MOVED
-from aikito_mem.world import observe
 
 if TYPE_CHECKING:
     from aikito_mem.world.git import WorktreeAnswers
@@ -52,172 +47,10 @@ __all__ = ["Locks", "execute", "lock_fd", "open_root", "planned_result", "refuse
 before_write: Callable[[Operation], None] | None = None
 
 
-class _Drift(Exception):
-    """A just-in-time check found the world changed: stop, exit 3."""
-
-
-# -- writes ([E4], [E5]) -----------------------------------------------------------------
-
-
-class _Writer:
-    """Writes one checkout through ``O_NOFOLLOW`` directory descriptors."""
-
-    def __init__(self, co: CheckoutPlan, root_fd: int) -> None:
-        self.co = co
-        self.root_fd = root_fd
-        self.fds: dict[str, int] = {}
-        #: (dev, ino) of each held descriptor, by descriptor.
-        self.ids: dict[int, tuple[int, int]] = {}
-        self.recorded = dict(co.dirs)
-        #: Entries this run removed (so a directory may be created in their place).
-        self.removed: set[str] = set()
-
-    def close(self) -> None:
-        for fd in self.fds.values():
-            os.close(fd)
-        self.fds.clear()
-        self.ids.clear()
-
-    def dir_fd(self, rel: str, *, create: bool) -> int:
-        """Descriptor of directory ``rel`` (relative to the checkout root), opened one level
-        at a time from the nearest held ancestor (no recursion, no path longer than one
-        name: a tree deeper than ``PATH_MAX`` is written like any other)."""
-        if not rel:
-            return self.root_fd
-        fd = self.fds.get(rel)
-        if fd is not None:
-            return fd
-        chain: list[str] = []
-        cur = rel
-        while cur and cur not in self.fds:
-            chain.append(cur)
-            cur = cur.rpartition("/")[0]
-        pfd = self.fds[cur] if cur else self.root_fd
-        for sub in reversed(chain):
-            pfd = self._open(pfd, sub, create=create)
-        return pfd
-
-    def _open(self, pfd: int, rel: str, *, create: bool) -> int:
-        """Open (creating it when planned) the directory ``rel`` inside ``pfd``."""
-        name = rel.rpartition("/")[2]
-        try:
-            fd = os.open(name, DIR_NOFOLLOW, dir_fd=pfd)
-        except FileNotFoundError:
-            was = self.recorded.get(rel, Observed(Kind.ABSENT))
-            if not create or (was.exists and rel not in self.removed):
-                raise _Drift(f"{self.co.path}/{rel} vanished") from None
-            try:
-                os.mkdir(name, dir_fd=pfd)
-            except FileExistsError:
-                raise _Drift(f"{self.co.path}/{rel} appeared while being created") from None
-            fd = os.open(name, DIR_NOFOLLOW, dir_fd=pfd)
-        except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                raise _Drift(f"{self.co.path}/{rel} is no longer a real directory") from None
-            raise
-        self.fds[rel] = fd
-        return fd
-
-    def forget(self, rel: str) -> None:
-        fd = self.fds.pop(rel, None)
-        if fd is not None:
-            self.ids.pop(fd, None)
-            os.close(fd)
-
-    def split(self, op: Operation) -> tuple[int, str, str]:
-        rel = op.target[len(self.co.path) + 1:]
-        parent, _, name = rel.rpartition("/")
-        pfd = self.dir_fd(parent, create=op.action is Action.CREATE)
-        self.attached(parent)
-        return pfd, name, rel
-
-    def _fd_id(self, fd: int) -> tuple[int, int]:
-        ident = self.ids.get(fd)
-        if ident is None:
-            st = os.fstat(fd)
-            ident = self.ids[fd] = (st.st_dev, st.st_ino)
-        return ident
-
-    def attached(self, rel: str) -> None:
-        """Prove the held descriptors still sit where the plan put them: the checkout root
-        at its path, and each directory down to ``rel`` under its parent.  A directory
-        moved elsewhere (the checkout renamed, ``.agents/memory`` moved out) is drift, so
-        no write follows a moved directory ([E4])."""
-        try:
-            st = os.stat(self.co.path, follow_symlinks=False)
-            live = (st.st_dev, st.st_ino)
-        except OSError:
-            live = None
-        if live != self._fd_id(self.root_fd):
-            raise _Drift(f"checkout {self.co.path} was moved or replaced during execution")
-        if not rel:
-            return
-        pfd = self.root_fd
-        sub = ""
-        for part in rel.split("/"):
-            sub = f"{sub}/{part}" if sub else part
-            fd = self.fds[sub]
-            try:
-                st = os.stat(part, dir_fd=pfd, follow_symlinks=False)
-                live = (st.st_dev, st.st_ino)
-            except OSError:
-                live = None
-            if live != self._fd_id(fd):
-                raise _Drift(f"{self.co.path}/{sub} was moved or replaced during execution")
-            pfd = fd
-
-    def unlink(self, op: Operation) -> None:
-        pfd, name, _ = self.split(op)
-        live = observe.lstat_link(name, dir_fd=pfd)
-        if live.kind is not Kind.LINK or live.literal != op.observed.literal:
-            raise _Drift(f"target {op.target} is now {live.describe()} "
-                         f"(was {op.observed.describe()})")
-        if before_write is not None:
-            before_write(op)
-        os.unlink(name, dir_fd=pfd)
-        self.removed.add(op.target[len(self.co.path) + 1:])
-
-    def rmdir(self, op: Operation) -> None:
-        pfd, name, rel = self.split(op)
-        self.forget(rel)
-        live = observe.lstat(name, dir_fd=pfd)
-        if live.kind is not Kind.DIR or live.ino != op.observed.ino:
-            raise _Drift(f"directory {op.target} is now {live.describe()}")
-        if before_write is not None:
-            before_write(op)
-        try:
-            os.rmdir(name, dir_fd=pfd)
-        except OSError as exc:
-            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
-                raise _Drift(f"directory {op.target} is no longer empty") from None
-            raise
-        self.removed.add(rel)
-
-    def symlink(self, op: Operation) -> None:
-        pfd, name, _ = self.split(op)
-        live = observe.lstat(name, dir_fd=pfd)
-        if live.exists:
-            raise _Drift(f"target {op.target} appeared ({live.describe()})")
-        if before_write is not None:
-            before_write(op)
-        assert op.source is not None
-        try:
-            os.symlink(op.source, name, dir_fd=pfd)
-        except FileExistsError:
-            raise _Drift(f"target {op.target} appeared") from None
-
-
-    def relink(self, op: Operation) -> None:
-        """[L4]: the one rename over an existing link (:func:`relink.rename_over`; its room
-        is imported by the runs that relink, before their first write)."""
-        from aikito_mem.executor.relink import rename_over
-
-        pfd, name, _ = self.split(op)
-        if before_write is not None:
-            before_write(op)
-        drift = rename_over(pfd, name, op)
-        if drift is not None:
-            raise _Drift(drift)
+def _before_write(op: Operation) -> None:
+    """The writer's call of the seam, read at each write (a test may set it meanwhile)."""
+    if before_write is not None:
+        before_write(op)
 
 
 def write_order(plan: Plan, ops: Iterable[tuple[int, Operation]]) -> list[int]:
@@ -419,9 +252,11 @@ def _apply(plan: Plan, locks: Locks) -> SyncResult:
     by_checkout = _verify().operations_by_checkout(plan) if plan.changes else {}
     blocked = plan.blocked_segments
     # [E8]: skills, then instructions, then memory; a blocked segment writes nothing.
+    if by_checkout:  # the guarded writes' room: only for a plan that writes ([§12])
+        from aikito_mem.executor.writer import Drift, Writer
     for segment, co, order in _segment_order(plan, by_checkout, blocked):
         current.append(segment)
-        writer = _Writer(co, locks.fds[co.path])
+        writer = Writer(co, locks.fds[co.path], _before_write)
         try:
             for i in order:
                 _stop_if_signalled(interrupted, "the operation in flight was finished, the "
@@ -436,7 +271,7 @@ def _apply(plan: Plan, locks: Locks) -> SyncResult:
                         writer.rmdir(op)
                     else:
                         writer.unlink(op)
-                except _Drift as exc:
+                except Drift as exc:
                     msg = str(exc)
                     raise StalePlanError(
                         f"the plan went stale during execution: {msg}; stopped — "

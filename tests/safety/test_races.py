@@ -21,6 +21,7 @@ import pytest
 import tomli_w
 
 import aikito_mem.executor.execute as execute_mod
+import aikito_mem.executor.writer as writer_mod
 from aikito_mem import Project
 from aikito_mem.errors import ExecutionError, StalePlanError
 from aikito_mem.model import Operation
@@ -192,16 +193,16 @@ def test_a_directory_replaced_before_its_prune_is_kept(
     ws.write_config("demo", memory=[], paths=[co])
     team = ws.runtime(co, "team")
     kept = f"{ws.base}/the-old-team"
-    real_unlink = execute_mod._Writer.unlink
+    real_unlink = writer_mod.Writer.unlink
 
-    def unlink_then_swap(self: execute_mod._Writer, op: Operation) -> None:
+    def unlink_then_swap(self: writer_mod.Writer, op: Operation) -> None:
         real_unlink(self, op)
         if op.target.endswith("/z.md"):  # the last unlink: next comes the prune of team/
             os.rename(team, kept)  # the old directory lives on: a new inode for theirs
             os.mkdir(team)
             Path(kept, ".theirs").touch()
 
-    monkeypatch.setattr(execute_mod._Writer, "unlink", unlink_then_swap)
+    monkeypatch.setattr(writer_mod.Writer, "unlink", unlink_then_swap)
     res = CliRunner().invoke(cli, ["--workspace", ws.root, "sync", "project", "demo",
                                    "--json"], catch_exceptions=False)
     assert res.exit_code == 3, res.stdout
