@@ -1,10 +1,11 @@
 """Frozen value types the rooms hand each other: observations, resources, plans, results.
 
 Nothing here performs I/O.  Every type is frozen — an ``attrs`` frozen class ([A1]: the
-plan, its operations and checkout plans, the results) or a :func:`~aikito_mem.values.record`
-(the observations, resources and configuration they are made from) — or an enum, and every
-collection is a tuple, so a :class:`Plan` can be handed around (and saved) without anyone
-being able to change what it was planned against ([A1]).
+plan, its operations and checkout plans, the results) or a record
+(:class:`~aikito_mem.values.Record`: the observations, resources and configuration they
+are made from) — or an enum, and every collection is a tuple, so a :class:`Plan` can be
+handed around (and saved) without anyone being able to change what it was planned against
+([A1]).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 import attrs
 from attrs import frozen
 
-from aikito_mem.values import PlanKind, Value, record
+from aikito_mem.values import PlanKind, Record, Value
 
 
 class Action(enum.Enum):
@@ -74,8 +75,7 @@ class SegmentName(enum.Enum):
 SEGMENT_ORDER = (SegmentName.SKILLS, SegmentName.INSTRUCTIONS, SegmentName.MEMORY)
 
 
-@record
-class Observed(Value):
+class Observed(Record):
     """One observation of one path: its type and, where it matters, its identity.
 
     ``dev``/``ino`` are zero when the identity was not taken (an existence-and-type
@@ -118,8 +118,7 @@ class Finding(Value):
     path: str | None = None
 
 
-@record
-class Candidate(Value):
+class Candidate(Record):
     """One checkout candidate from ``paths``/``path`` ([C5], [K1])."""
 
     label: str
@@ -132,8 +131,7 @@ class Candidate(Value):
     absolute: bool
 
 
-@record
-class ProjectConfig(Value):
+class ProjectConfig(Record):
     """A validated ``agent.toml`` ([C1]–[C7])."""
 
     name: str
@@ -154,8 +152,7 @@ class ProjectConfig(Value):
     worktrees: bool = False
 
 
-@record
-class SourceCheck(Value):
+class SourceCheck(Record):
     """What execution re-checks about one source path ([P5]).
 
     With ``identity`` false only existence and type are compared (NOOP sources and the
@@ -208,8 +205,7 @@ class CheckoutPlan(Value):
     dirs: tuple[tuple[str, Observed], ...] = ()
 
 
-@record
-class PlannedTarget(Value):
+class PlannedTarget(Record):
     """One instruction target as planned: its path, its agents and their detection."""
 
     #: Relative to each checkout root.
@@ -354,8 +350,7 @@ class SyncResult(Value):
         return all(s.success for s in self.segments)
 
 
-@record
-class Resource(Value):
+class Resource(Record):
     """One desired resource: a workspace reference or the project notes ([S1]–[S4])."""
 
     #: The reference as written, or ``notes`` for the project notes.
@@ -375,8 +370,7 @@ class Resource(Value):
     checks: tuple[SourceCheck, ...] = ()
 
 
-@record
-class ResourceSet(Value):
+class ResourceSet(Record):
     """Every resource of a project plus the notes decision it was derived from."""
 
     resources: tuple[Resource, ...]
@@ -405,8 +399,7 @@ class InstructionState(enum.Enum):
     UNSAFE = "unsafe"
 
 
-@record
-class InstructionSource(Value):
+class InstructionSource(Record):
     """The project instructions source and what execution re-checks about it ([P5])."""
 
     #: ``<ws>/projects/<p>/AGENTS.md``: the literal every instruction link names.

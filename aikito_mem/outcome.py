@@ -39,11 +39,10 @@ from aikito_mem.model import (
     SegmentName,
     SyncResult,
 )
-from aikito_mem.values import Value, record, replace
+from aikito_mem.values import Record, replace
 
 
-@record
-class SyncReport(Value):
+class SyncReport(Record):
     """What one ``sync project`` or ``apply`` came to: the one value that is rendered."""
 
     #: The project name, when known (a broken ``agent.toml`` still names its project).

@@ -15,13 +15,12 @@ from aikito_mem.errors import ConfigError, ConflictError, ProjectPrepareConflict
 from aikito_mem.executor.execute import execute
 from aikito_mem.executor.lock import DEFAULT_TIMEOUT, Locks
 from aikito_mem.model import CheckoutState, Kind, Plan, ProjectConfig, SyncResult
-from aikito_mem.values import Value, record
+from aikito_mem.values import Record
 from aikito_mem.world import checkouts as _checkouts
 from aikito_mem.world.observe import Observer, lstat
 
 
-@record
-class PrepareConflict(Value):
+class PrepareConflict(Record):
     """One conflict reported by :meth:`~aikito_mem.api.Project.prepare`."""
 
     #: The runtime path (or checkout path) in conflict.

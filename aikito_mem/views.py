@@ -2,8 +2,8 @@
 skills directories and instruction targets, and the one :class:`Observations` of a
 planning pass (§13, [P5]).
 
-Nothing here performs I/O; every type is a frozen
-:func:`~aikito_mem.values.record` and every collection a tuple.
+Nothing here performs I/O; every type is a frozen record
+(:class:`~aikito_mem.values.Record`) and every collection a tuple.
 """
 
 from __future__ import annotations
@@ -18,11 +18,10 @@ from aikito_mem.model import (
     Resource,
     ResourceSet,
 )
-from aikito_mem.values import Value, record
+from aikito_mem.values import Record
 
 
-@record
-class CheckoutView(Value):
+class CheckoutView(Record):
     """What observation found for one checkout candidate: the planner's input."""
 
     label: str
@@ -40,8 +39,7 @@ class CheckoutView(Value):
     index_anchor: bool = False
 
 
-@record
-class CleanCheckout(Value):
+class CleanCheckout(Record):
     """What observation found in one checkout candidate: the clean planner's input."""
 
     label: str
@@ -71,8 +69,7 @@ class CleanCheckout(Value):
     agent_skills: tuple[tuple[str, Observed, tuple[tuple[str, Observed], ...]], ...] = ()
 
 
-@record
-class SkillsView(Value):
+class SkillsView(Record):
     """What observation found at ``.agents/skills`` of one active checkout ([G2])."""
 
     #: ``.agents/skills`` itself (a symlink carries its literal).
@@ -81,8 +78,7 @@ class SkillsView(Value):
     entries: tuple[tuple[str, Observed], ...] = ()
 
 
-@record
-class AgentSkillsView(Value):
+class AgentSkillsView(Record):
     """One per-agent skills directory of one active checkout, as observed ([N1])."""
 
     #: Relative to the checkout root, e.g. ``.claude/skills``.
@@ -101,8 +97,7 @@ class AgentSkillsView(Value):
     parents: tuple[tuple[str, Observed], ...] = ()
 
 
-@record
-class InstructionTargetView(Value):
+class InstructionTargetView(Record):
     """One instruction target of one active checkout, as observed ([G4])."""
 
     #: Relative to the checkout root, e.g. ``AGENTS.md`` or ``.claude/CLAUDE.md``.
@@ -119,8 +114,7 @@ class InstructionTargetView(Value):
     relink: Observed = ABSENT  # at the relink name: a killed relink's leftover ([L4])
 
 
-@record
-class InstructionsView(Value):
+class InstructionsView(Record):
     """Every instruction target of one active checkout plus the legacy link ([G4])."""
 
     targets: tuple[InstructionTargetView, ...] = ()
@@ -128,8 +122,7 @@ class InstructionsView(Value):
     legacy: Observed = ABSENT
 
 
-@record
-class Observations(Value):
+class Observations(Record):
     """Everything one planning pass observed, handed from ``world/`` to ``planner/`` in
     one value: the memory resources and checkouts, and the skills and instructions of
     every active checkout (§13).  The views are keyed by the active checkouts' paths."""

@@ -1,11 +1,11 @@
 """The value classes ([A1], [§12]): the shared ``__eq__``, ``__hash__`` and ``__repr__``
 mean what attrs' own mean — checked against twins made by plain ``@attrs.frozen`` — and a
-:func:`~aikito_mem.values.record` class behaves as an ``attrs`` frozen, slotted class does:
-immutable, slotted, its defaults, ``TypeError`` for a bad call (worded as attrs words it),
-:func:`~aikito_mem.values.replace` and :func:`~aikito_mem.values.fields`.  This file is
-type-checked by ``make lint``: the ``type: ignore`` comments below are errors mypy must see
-(strict mode reports an unused one), so mypy knows a record's ``__init__`` and that it is
-frozen."""
+record (a class deriving from :class:`~aikito_mem.values.Record`) behaves as an ``attrs``
+frozen, slotted class does: immutable, slotted, its defaults, ``TypeError`` for a bad call
+(worded as attrs words it), :func:`~aikito_mem.values.replace` and
+:func:`~aikito_mem.values.fields`.  This file is type-checked by ``make lint``: the
+``type: ignore`` comments below are errors mypy must see (strict mode reports an unused
+one), so mypy knows a record's ``__init__`` and that it is frozen."""
 
 from __future__ import annotations
 
@@ -34,7 +34,16 @@ from aikito_mem.model import (
     Segment,
     SyncResult,
 )
-from aikito_mem.values import NOTHING, Field, Value, fields, is_value_class, record, replace
+from aikito_mem.values import (
+    NOTHING,
+    Field,
+    Record,
+    Value,
+    fields,
+    is_value_class,
+    record,
+    replace,
+)
 from aikito_mem.views import SkillsView
 
 
@@ -63,8 +72,7 @@ class Hidden(Value):
     note: str = attrs.field(default="", eq=False, repr=False)
 
 
-@record
-class Rec(Value):
+class Rec(Record):
     """A record twin of :class:`Shared` and :class:`Plain`."""
 
     a: int
@@ -76,13 +84,11 @@ class Rec(Value):
         return self.a + sum(self.c)
 
 
-@record
-class Bare(Value):
+class Bare(Record):
     pass
 
 
-@record
-class Nested(Value):
+class Nested(Record):
     inner: Rec = Rec(0)
     kind: Kind = Kind.ABSENT
     names: frozenset[str] = frozenset({"x"})
@@ -154,8 +160,7 @@ def test_a_bad_call_is_a_type_error_mypy_sees_too() -> None:
         _Two()  # type: ignore[call-arg]
 
 
-@record
-class _Two(Value):
+class _Two(Record):
     kind: Kind
     literal: str
 
@@ -187,20 +192,87 @@ def test_copy_and_pickle_keep_a_record() -> None:
 
 def test_a_mutable_default_or_a_misplaced_field_is_refused() -> None:
     with pytest.raises(TypeError, match=r"the default of 'items', \[\], is not immutable"):
-        @record
-        class Listy(Value):
+        class Listy(Record):
             items: list[int] = []  # noqa: RUF012
 
+    with pytest.raises(TypeError, match=r"the default of 'items', \(\[\],\), is not immutable"):
+        class Deep(Record):
+            items: tuple[list[int], ...] = ([],)
+
+    with pytest.raises(TypeError, match=r"the required field 'b' follows a field with a "):
+        class Order(Record):
+            a: int = 0
+            b: int  # type: ignore[misc]
+
+    with pytest.raises(TypeError, match=r"Mixed: a record derives from Record only"):
+        class Mixed(Record, Exception):
+            a: int
+
+    with pytest.raises(TypeError, match=r"Again: a record cannot be subclassed"):
+        class Again(Rec):
+            d: int = 0
+
+    with pytest.raises(TypeError, match=r"Super: show uses super\(\) or __class__"):
+        class Super(Record):
+            a: int
+
+            def show(self) -> str:
+                return super().__repr__()
+
+
+class _Probe:
+    """Counts the classes built with it in their namespace (``type.__new__`` calls
+    ``__set_name__`` once per class it builds)."""
+
+    def __init__(self) -> None:
+        self.owners: list[type] = []
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.owners.append(owner)
+
+
+def test_a_record_is_built_once_by_its_class_statement() -> None:
+    """[§12]: the class statement builds the slotted class itself — no second class
+    (``record`` on a ``Value`` subclass builds two, the first one thrown away)."""
+    probe = _Probe()
+
+    class Once(Record):
+        a: int
+        seen = probe
+
+    assert probe.owners == [Once] and vars(Once)["__slots__"] == ("a",)
+    twice = _Probe()
+
+    @record
+    class Twice(Value):
+        a: int
+        seen = twice
+
+    assert len(twice.owners) == 2 and twice.owners[-1] is Twice
+    assert [f.name for f in fields(Twice)] == ["a"] and Twice(1) == Twice(a=1)
+
+
+def test_the_record_decorator_makes_the_same_record() -> None:
+    """``@record`` on a class declared on ``Value``: the record ``Record`` makes, with the
+    same checks (the package declares none this way: it builds the class twice)."""
+
+    @record
+    class Decorated(Value):
+        """Its doc."""
+
+        a: int
+        b: str | None = None
+
+    assert issubclass(Decorated, Record) and Decorated.__qualname__.endswith("Decorated")
+    assert Decorated.__doc__ == "Its doc." and vars(Decorated)["__slots__"] == ("a", "b")
+    assert Decorated(1) == Decorated(1, None) != Decorated(1, "x")
+    assert repr(Decorated(1)).endswith(".Decorated(a=1, b=None)")
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        Decorated(1).a = 2  # type: ignore[misc]
     with pytest.raises(TypeError, match=r"the default of 'items', \(\[\],\), is not immutable"):
         @record
         class Deep(Value):
             items: tuple[list[int], ...] = ([],)
-
-    with pytest.raises(TypeError, match=r"the required field 'b' follows a field with a "):
-        @record
-        class Order(Value):
-            a: int = 0
-            b: int  # type: ignore[misc]
 
     with pytest.raises(TypeError, match=r"a record derives from Value only"):
         @record
@@ -221,6 +293,15 @@ def test_a_mutable_default_or_a_misplaced_field_is_refused() -> None:
                 return super().__repr__()
 
 
+def test_no_module_of_the_package_declares_a_record_twice() -> None:
+    """[§12]: every record of the package derives from ``Record`` (built once); none is
+    the ``@record`` of a ``Value`` subclass (built twice)."""
+    root = Path(aikito_mem.__file__).parent
+    decorated = [str(path.relative_to(root)) for path in sorted(root.rglob("*.py"))
+                 if "\n@record\n" in path.read_text(encoding="utf-8")]
+    assert decorated == []
+
+
 def test_replace_and_fields_work_on_both_kinds() -> None:
     rec = Rec(1, "x")
     assert replace(rec, b=None) == Rec(1) and replace(rec) == rec and rec.b == "x"
@@ -235,6 +316,7 @@ def test_replace_and_fields_work_on_both_kinds() -> None:
     assert fields(Bare) == ()
     assert is_value_class(Rec) and is_value_class(Plan) and not is_value_class(Value)
     assert not is_value_class(Plain(1)) and not is_value_class(int)
+    assert not is_value_class(Record)
 
 
 def test_model_values_keep_their_api() -> None:
@@ -274,7 +356,11 @@ def test_every_value_class_is_frozen_and_slotted() -> None:
     assert len(records) >= 20
     for cls in classes:
         assert "__slots__" in vars(cls), cls
-        assert vars(cls)["__setattr__"] is not object.__setattr__, cls  # frozen
+        if attrs.has(cls):
+            assert vars(cls)["__setattr__"] is not object.__setattr__, cls  # frozen
+        else:  # frozen by Record's own __setattr__
+            assert issubclass(cls, Record) and "__setattr__" not in vars(cls), cls
+    assert vars(Record)["__setattr__"] is not object.__setattr__
 
 
 # -- an adversary's review ------------------------------------------------------------------

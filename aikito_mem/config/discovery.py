@@ -45,7 +45,7 @@ from collections.abc import Mapping
 
 from aikito_mem import layout
 from aikito_mem.errors import ConfigError
-from aikito_mem.values import Value, record
+from aikito_mem.values import Record
 
 __all__ = [
     "FOUND_VIA",
@@ -63,8 +63,7 @@ FOUND_VIA = ("option", "AIKITO_DIR", "pointer file", "default")
 DEFAULT_WORKSPACE = "~/aikito"
 
 
-@record
-class Workspace(Value):
+class Workspace(Record):
     """A resolved workspace."""
 
     #: Absolute and physical (``os.path.realpath``), computed once.

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 
 from aikito_mem.errors import ConfigError
 from aikito_mem.layout import SKILLS_DIR, agents_root
-from aikito_mem.values import Value, record
+from aikito_mem.values import Record
 
 #: The default target when the workspace has no ``agents/`` directory.
 DEFAULT_TARGET = "AGENTS.md"
@@ -34,8 +34,7 @@ DEFAULT_TARGET = "AGENTS.md"
 SHARED_SKILLS = SKILLS_DIR
 
 
-@record
-class Detect(Value):
+class Detect(Record):
     """``[agents.<a>.detect]``: bare command names looked up on ``PATH``, and clean
     relative paths looked up under the home directory ([G4])."""
 
@@ -43,8 +42,7 @@ class Detect(Value):
     paths: tuple[str, ...] = ()
 
 
-@record
-class AgentEntry(Value):
+class AgentEntry(Record):
     """One registry file, as far as this engine reads it."""
 
     name: str
@@ -58,8 +56,7 @@ class AgentEntry(Value):
     skills_path: str | None = None
 
 
-@record
-class InstructionTarget(Value):
+class InstructionTarget(Record):
     """One instruction target (relative to the checkout root) and the agents that use it."""
 
     path: str
@@ -67,8 +64,7 @@ class InstructionTarget(Value):
     agents: tuple[str, ...] = ()
 
 
-@record
-class Registry(Value):
+class Registry(Record):
     #: Whether ``<ws>/agents`` exists (as a directory).
     present: bool
     agents: tuple[AgentEntry, ...] = ()

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from aikito_mem.errors import AikitoError
-from aikito_mem.values import Value, record
+from aikito_mem.values import Record
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -154,8 +154,7 @@ def wrap(text: str, width: int, indent: int | None = None) -> list[str]:
     return [line.replace(_KEEP, " ") for line in lines] or [text]
 
 
-@record
-class Display(Value):
+class Display(Record):
     """How a command was asked to print: the options every renderer reads, and where it
     prints — the width of a line ([U2]), and the directory the command runs in and the
     home directory, which a pasteable path is written relative to (``None``: absolute)."""
@@ -183,8 +182,7 @@ class Display(Value):
         return "\n".join(lines)
 
 
-@record
-class Output(Value):
+class Output(Record):
     """What a command prints and its exit code: the JSON document (``--json``), or the text
     lines for stdout and the error lines for stderr — each line already printable."""
 

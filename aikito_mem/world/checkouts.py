@@ -39,7 +39,7 @@ from aikito_mem.model import (
     Observed,
     ProjectConfig,
 )
-from aikito_mem.values import Value, record, replace
+from aikito_mem.values import Record, replace
 from aikito_mem.views import CheckoutView
 from aikito_mem.world.observe import Observer
 
@@ -47,8 +47,7 @@ if TYPE_CHECKING:  # the git room (subprocess) is imported only to ask git
     from aikito_mem.world.git import WorktreeAnswers
 
 
-@record
-class Slot(Value):
+class Slot(Record):
     """A classified candidate, before its runtime tree is observed."""
 
     label: str
