@@ -11,8 +11,6 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-import attrs
-
 from aikito_mem import signals
 from aikito_mem.config.agent_toml import parse_project_config
 from aikito_mem.config.discovery import (
@@ -34,7 +32,7 @@ from aikito_mem.model import (
     SyncResult,
 )
 from aikito_mem.planner.project import plan_project
-from aikito_mem.values import Value
+from aikito_mem.values import Record
 from aikito_mem.world import checkouts as _checkouts
 from aikito_mem.world.observe import Observer, with_identity
 
@@ -42,8 +40,7 @@ if TYPE_CHECKING:
     from aikito_mem.world.git import WorktreeAnswers
 
 
-@attrs.frozen(repr=False, eq=False)
-class PreparedProject(Value):
+class PreparedProject(Record):
     """What :meth:`Project.prepare` returns ([A3])."""
 
     project: str

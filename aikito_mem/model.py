@@ -1,11 +1,10 @@
 """Frozen value types the rooms hand each other: observations, resources, plans, results.
 
 Nothing here performs I/O.  Every type is frozen — an ``attrs`` frozen class ([A1]: the
-plan, its operations and checkout plans, the results) or a record
-(:class:`~aikito_mem.values.Record`: the observations, resources and configuration they
-are made from) — or an enum, and every collection is a tuple, so a :class:`Plan` can be
-handed around (and saved) without anyone being able to change what it was planned against
-([A1]).
+plan, its operations and checkout plans) or a :class:`~aikito_mem.values.Record` (the
+observations, resources and configuration they are made from, the findings and the
+results) — or an enum, and every collection is a tuple, so a :class:`Plan` can be handed
+around (and saved) without anyone being able to change what it was planned against ([A1]).
 """
 
 from __future__ import annotations
@@ -108,8 +107,7 @@ class Observed(Record):
 ABSENT = Observed(Kind.ABSENT)
 
 
-@frozen(repr=False, eq=False)
-class Finding(Value):
+class Finding(Record):
     """A diagnostic that is not an operation: warnings never block a plan ([P3])."""
 
     code: str
@@ -315,8 +313,7 @@ class Plan(Value):
         return attrs.evolve(self, **changes)
 
 
-@frozen(repr=False, eq=False)
-class Segment(Value):
+class Segment(Record):
     """One engine's part of a project sync result ([E8], INV-MEM-11, [G6])."""
 
     name: str
@@ -327,8 +324,7 @@ class Segment(Value):
     outcome: str = ""
 
 
-@frozen(repr=False, eq=False)
-class SyncResult(Value):
+class SyncResult(Record):
     """The result of executing (or refusing) a plan: a status per operation."""
 
     plan: Plan

@@ -5,15 +5,16 @@ Two kinds of frozen, slotted value class share the one ``__eq__``, ``__hash__`` 
 ``__repr__`` of :class:`Value` (they mean what attrs' own mean):
 
 - ``@attrs.frozen(repr=False, eq=False)`` classes: what the public API promises to be
-  attrs classes ([A1]: ``Plan``, its operations and checkout plans, the results).  attrs
-  generates their ``__init__`` and keeps ``attrs.fields``, ``attrs.evolve``.
-- records, the classes deriving from :class:`Record`: every internal value
-  (observations, configuration, views, render options).  Building an attrs class
+  attrs classes ([A1]: ``Plan``, its operations and checkout plans).  attrs generates
+  their ``__init__`` and keeps ``attrs.fields``, ``attrs.evolve``.
+- records, the classes deriving from :class:`Record`: every other value (observations,
+  configuration, views, findings, results, render options).  Building an attrs class
   compiles several methods and builds the class twice; a record generates no code and
   its class is built once, by the class statement itself: ``__slots__`` from its
   annotations and one generic ``__init__`` (docs/performance.md).
 
-:func:`fields` and :func:`replace` work on both kinds.  Imports nothing of the package.
+:func:`fields`, :func:`replace` and :func:`asdict` work on both kinds.  Imports nothing
+of the package.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast, dataclass_transform
 import attrs
 from attrs.exceptions import FrozenInstanceError
 
-__all__ = ["NOTHING", "Field", "PlanKind", "Record", "Value", "fields",
+__all__ = ["NOTHING", "Field", "PlanKind", "Record", "Value", "asdict", "fields",
            "is_value_class", "record", "replace"]
 
 T = TypeVar("T")
@@ -365,3 +366,8 @@ def replace(value: T, **changes: Any) -> T:
     made: T = cls(**kwargs)
     return made
 
+
+def asdict(value: object) -> dict[str, Any]:
+    """The fields of ``value`` (either kind of class), by name, in order — its own values,
+    not converted (``attrs.asdict`` would recurse into values and collections)."""
+    return {field.name: getattr(value, field.name) for field in fields(value.__class__)}

@@ -2,10 +2,12 @@
 mean what attrs' own mean — checked against twins made by plain ``@attrs.frozen`` — and a
 record (a class deriving from :class:`~aikito_mem.values.Record`) behaves as an ``attrs``
 frozen, slotted class does: immutable, slotted, its defaults, ``TypeError`` for a bad call
-(worded as attrs words it), :func:`~aikito_mem.values.replace` and
-:func:`~aikito_mem.values.fields`.  This file is type-checked by ``make lint``: the
-``type: ignore`` comments below are errors mypy must see (strict mode reports an unused
-one), so mypy knows a record's ``__init__`` and that it is frozen."""
+(worded as attrs words it), :func:`~aikito_mem.values.replace`,
+:func:`~aikito_mem.values.fields` and :func:`~aikito_mem.values.asdict`.  Every value is
+frozen; only ``Plan``, ``Operation`` and ``CheckoutPlan`` are attrs classes ([A1]).  This
+file is type-checked by ``make lint``: the ``type: ignore`` comments below are errors mypy
+must see (strict mode reports an unused one), so mypy knows a record's ``__init__`` and
+that it is frozen."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import aikito_mem
+from aikito_mem.api import PreparedProject
 from aikito_mem.model import (
     ABSENT,
     Action,
@@ -39,6 +42,7 @@ from aikito_mem.values import (
     Field,
     Record,
     Value,
+    asdict,
     fields,
     is_value_class,
     record,
@@ -319,6 +323,17 @@ def test_replace_and_fields_work_on_both_kinds() -> None:
     assert not is_value_class(Record)
 
 
+def test_asdict_gives_the_fields_of_either_kind_by_name() -> None:
+    assert asdict(Rec(1, "x")) == {"a": 1, "b": "x", "c": ()}
+    assert list(asdict(Nested())) == ["inner", "kind", "names"]
+    assert asdict(Nested())["inner"] is Nested().inner  # its own values, not converted
+    finding = Finding("config.x", "warning", "a message")
+    assert asdict(finding) == {"code": "config.x", "severity": "warning",
+                               "message": "a message", "path": None}
+    op = Operation(Action.NOOP, "INV-MEM-10", "/co", "/co/.agents/memory/a", "in sync")
+    assert asdict(op) == {a.name: getattr(op, a.name) for a in attrs.fields(Operation)}
+
+
 def test_model_values_keep_their_api() -> None:
     link = Observed(Kind.LINK, "/ws/memory/a")
     assert link == Observed(Kind.LINK, "/ws/memory/a") != ABSENT
@@ -332,9 +347,14 @@ def test_model_values_keep_their_api() -> None:
     assert SkillsView() == SkillsView() and not hasattr(SkillsView(), "__dict__")
     assert attrs.has(Plan) and [f.name for f in attrs.fields(Plan)][:2] == ["project",
                                                                             "workspace"]
-    # [A1]: the plan, its operations and checkout plans, and the results stay attrs.
-    for cls in (Plan, Operation, CheckoutPlan, Finding, Segment, SyncResult):
+    # Every value is frozen; only the plan, its operations and its checkout plans are
+    # attrs classes ([A1]).  The findings and the results are records ([§12]).
+    for cls in (Plan, Operation, CheckoutPlan):
         assert attrs.has(cls), cls
+    for made in (Finding, Segment, SyncResult, PreparedProject):
+        assert not attrs.has(made) and issubclass(made, Record) and is_value_class(made), made
+        assert "__slots__" in vars(made) and "__setattr__" not in vars(made), made
+    assert replace(Segment("memory", True), outcome="applied").outcome == "applied"
     assert CheckoutPlan("a", "/co", CheckoutState.ACTIVE).dirs == ()
 
 

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
-
 from aikito_mem.commands.init.report import SCHEMA, EntryKind, InitEntry, InitReport, InitStatus
 from aikito_mem.errors import AikitoError
 from aikito_mem.render.text import error_json
+from aikito_mem.values import asdict
 
 __all__ = ["json_document", "stopped_lines", "text_lines"]
 
@@ -39,7 +38,7 @@ def json_document(report: InitReport | None, error: AikitoError | None, *, comma
             "agents": None if report.agents is None else list(report.agents),
             "summary": {s.value: report.count(s) for s in InitStatus},
             "entries": [_entry(e) for e in report.entries],
-            "findings": [attrs.asdict(f) for f in report.findings],
+            "findings": [asdict(f) for f in report.findings],
         }
     else:
         doc = {

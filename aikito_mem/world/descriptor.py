@@ -39,6 +39,7 @@ import attrs
 from aikito_mem import fsutil
 from aikito_mem.layout import AGENTS_DIR, DESCRIPTOR, DESCRIPTOR_NAME, MEMORY_DIR, VAULT_DIR
 from aikito_mem.model import Finding
+from aikito_mem.values import asdict
 
 __all__ = [
     "CONFIG_NAME",
@@ -137,7 +138,7 @@ class MemoryDescriptor:
             "graph_path": self.graph_path,
             "rag_endpoint": self.rag_endpoint,
             "surfaces": list(self.surfaces),
-            "findings": [attrs.asdict(f) for f in self.findings],
+            "findings": [asdict(f) for f in self.findings],
         }
 
 
