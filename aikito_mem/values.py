@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
+from itertools import repeat as _repeat
 from operator import attrgetter
+from operator import call as _call
 from typing import TYPE_CHECKING, Any, TypeVar, cast, dataclass_transform
 
 import attrs
@@ -206,8 +208,9 @@ def _make_init(names: tuple[str, ...], defaults: tuple[Any, ...], required: int,
                     _bind(self.__class__, names, defaults, args, kwargs)  # it raises
         else:
             values = args + defaults[given:]
-        for write, value in zip(setters, values, strict=False):
-            write(self, value)
+        # Each setter writes one slot; ``any`` drives the calls in C (each returns None,
+        # so it consumes them all) — the interpreter runs no loop per field.
+        any(map(_call, setters, _repeat(self), values))
 
     return __init__
 
