@@ -6,7 +6,9 @@ nothing but the CLI library ([§12] start-up target).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+#: ``typing.TYPE_CHECKING`` without importing ``typing``: the console scripts import this
+#: package before their entry point turns the cyclic collector off (aikito_mem.console).
+TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 
@@ -50,6 +52,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
+
     from aikito_mem.api import PreparedProject, Project
     from aikito_mem.errors import (
         AikitoError,

@@ -1,5 +1,5 @@
 """``python -m aikito_mem`` is the ``aikito`` command."""
 
-from aikito_mem.cli import main
+from aikito_mem.console import main
 
 main()

@@ -656,7 +656,8 @@ def test_the_second_console_script_names_itself(demo: WS) -> None:
 
     with open(REPO / "pyproject.toml", "rb") as fh:
         scripts = tomllib.load(fh)["project"]["scripts"]
-    assert scripts == {"aikito": "aikito_mem.cli:main", "aikito-mem": "aikito_mem.cli:main"}
+    assert scripts == {"aikito": "aikito_mem.console:main",
+                       "aikito-mem": "aikito_mem.console:main"}
     env = child_env(None, AIKITO_DIR=demo.root)
     helped = subprocess.run([str(VENV_BIN / "aikito-mem"), "sync", "--help"], env=env,
                             capture_output=True, text=True, timeout=120)

@@ -15,16 +15,19 @@ import gc
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from tests.helpers.cli import imported_modules
 from tests.helpers.workspace import WS
 
+REPO = Path(__file__).resolve().parent.parent
+
 #: The package modules ``aikito --version`` may import: the package, ``python -m``'s
 #: entry and the command line root with the click-only options it is built from.
-VERSION_MODULES = {"aikito_mem", "aikito_mem.__main__", "aikito_mem.cli",
-                   "aikito_mem.cli.options"}
+VERSION_MODULES = {"aikito_mem", "aikito_mem.__main__", "aikito_mem.console",
+                   "aikito_mem.cli", "aikito_mem.cli.options"}
 
 #: Command modules (and the rooms of other commands) a ``sync project`` never needs.
 OTHER_COMMANDS = {"aikito_mem.cli.adopt", "aikito_mem.cli.apply", "aikito_mem.cli.doctor",
@@ -225,6 +228,38 @@ def test_the_command_line_turns_the_cyclic_collector_off(
     finally:
         gc.enable()
     assert seen == [False]
+
+
+def test_the_console_entry_turns_the_collector_off_before_any_import() -> None:
+    """The console scripts' entry (``aikito_mem.console:main``, also ``python -m``) turns
+    the cyclic collector off before click, attrs or the command line are imported — they
+    are most of what the collector would walk — and importing the package root and the
+    entry imports neither ``typing`` nor click ([§12])."""
+    import tomllib
+
+    with open(REPO / "pyproject.toml", "rb") as fh:
+        scripts = tomllib.load(fh)["project"]["scripts"]
+    assert set(scripts.values()) == {"aikito_mem.console:main"}
+    code = ("import gc, sys\n"
+            "import aikito_mem.console as entry\n"
+            "early = sorted({'typing', 'click', 'attrs', 'aikito_mem.cli'} & set(sys.modules))\n"
+            "seen = []\n"
+            "class Spy:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'click':\n"
+            "            seen.append(gc.isenabled())\n"
+            "        return None\n"
+            "sys.meta_path.insert(0, Spy())\n"
+            "sys.argv = ['aikito', '--version']\n"
+            "try:\n"
+            "    entry.main()\n"
+            "except SystemExit:\n"
+            "    pass\n"
+            "print(early, seen, gc.isenabled())\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                          text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "[] [False] False", proc.stdout
 
 
 def test_the_api_leaves_the_collector_alone(ws: WS) -> None:

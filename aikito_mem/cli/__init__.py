@@ -161,17 +161,16 @@ def cli(ctx: click.Context, workspace: str | None) -> None:
     ctx.obj = {"workspace": workspace}
 
 
-
-
 def main() -> None:
-    """Console-script entry point (and ``python -m aikito_mem``).
+    """Run the command line (the console scripts reach it through
+    :func:`aikito_mem.console.main`, which turns the cyclic collector off before click and
+    the package are imported).
 
     One run is one short process whose only cyclic garbage is the few hundred objects its
-    imports leave behind (attrs rebuilds each value class as a slotted one): the cyclic
-    collector would only cost time — some forty passes in a warm sync, more as plans
-    grow — so the command line turns it off ([§12]).  Reference counting still frees
-    everything else at once.  The API, a library in someone else's process, never
-    touches the collector."""
+    imports leave behind: the cyclic collector would only cost time — some forty passes in
+    a warm sync, more as plans grow — so the command line keeps it off ([§12]) when it is
+    entered here too.  Reference counting still frees everything else at once.  The API,
+    a library in someone else's process, never touches the collector."""
     gc.disable()
     # The program names itself as it was called: its help, and the commands its remedies
     # name, read ``aikito-mem …`` when it is called so (beside the reference tool).
