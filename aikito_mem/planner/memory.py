@@ -156,25 +156,26 @@ class _CheckoutPlanner:
 
     def plan_prunes(self) -> None:
         """[P2]: a directory is pruned only when the planned unlinks empty it."""
+        # A directory on the way to a desired target, or at one (a CONFLICT, [P1]), is
+        # never pruned: only the others are looked at, and their children listed.
+        dirs = [rel for rel, obs in self.entries.items() if obs.kind is Kind.DIR
+                and rel not in self.ancestors and rel not in self.desired]
+        if not dirs:
+            return
+        dirs.sort(key=lambda r: (-r.count("/"), r))
         children: dict[str, list[str]] = {}
         for rel in self.entries:
             children.setdefault(_parent(rel), []).append(rel)
-        dirs = [rel for rel, obs in self.entries.items() if obs.kind is Kind.DIR]
-        dirs.sort(key=lambda r: (-r.count("/"), r))
         for rel in dirs:
-            if rel in self.ancestors or rel in self.desired:
-                # A directory at a desired target is a CONFLICT ([P1]), never pruned.
-                continue
             kids = children.get(rel, [])
             if not kids:
-                if rel not in self.desired:
-                    self.findings.append(Finding(
-                        "memory.empty_directory", "warning",
-                        f"preserved empty directory {self.target(rel)}: aikito removes only "
-                        "directories its own unlinks empty (an interrupted run can leave "
-                        "one behind) — rmdir it yourself if it is not needed",
-                        self.target(rel),
-                    ))
+                self.findings.append(Finding(
+                    "memory.empty_directory", "warning",
+                    f"preserved empty directory {self.target(rel)}: aikito removes only "
+                    "directories its own unlinks empty (an interrupted run can leave "
+                    "one behind) — rmdir it yourself if it is not needed",
+                    self.target(rel),
+                ))
                 continue
             if all(k in self.removed for k in kids):
                 self.removed.add(rel)
@@ -366,9 +367,9 @@ def _plan_checkout(
     dirs: tuple[tuple[str, Observed], ...] = (("", view.root),)
     state = planned_state(view.state, view.root)
     if state is CheckoutState.OFFLINE:
-        ops = [Operation(Action.SKIP, R_OFFLINE, view.path, memory_target(view.path, res.rel),
-                         f"checkout offline: {offline_reason(view.reason)}",
-                         resource=res.name, source=res.source)
+        path, reason = view.path, f"checkout offline: {offline_reason(view.reason)}"
+        ops = [Operation(Action.SKIP, R_OFFLINE, path, memory_target(path, res.rel), reason,
+                         res.name, res.source)
                for res in resources.resources]
     elif state is CheckoutState.INVALID:
         ops.append(_checkout_conflict(view, "", view.root, "a directory")
@@ -396,6 +397,11 @@ def _plan_checkout(
         dirs = cp.dirs()
     findings.sort(key=finding_order)
     return CheckoutPlan(view.label, view.path, state, view.reason, dirs), ops, findings
+
+
+def _target_order(op: Operation) -> tuple[str, bool]:
+    """One checkout's operations in plan order: by target, an UNLINK first."""
+    return op.target, op.action is not _UNLINK
 
 
 def _source_checks(resources: ResourceSet, ops: Iterable[Operation]
@@ -439,17 +445,17 @@ def build_plan(
 ) -> Plan:
     """Plan every checkout against every resource ([P1]–[P5]); ``moved_from`` is the
     workspace's old root of ``--moved-from`` ([L4]).  Pure."""
-    ops: list[tuple[tuple[int, str, int], Operation]] = []
+    ops: list[Operation] = []
     findings: list[Finding] = [*config.findings, *resources.findings]
     planned: list[CheckoutPlan] = []
-    for index, view in enumerate(checkouts):
+    for view in checkouts:
         checkout, co_ops, co_findings = _plan_checkout(view, resources, workspace,
                                                        config.config_path, moved_from)
         planned.append(checkout)
-        for op in co_ops:
-            ops.append(((index, op.target, 0 if op.action is _UNLINK else 1), op))
+        # [P4]: checkout order, then target path (an UNLINK before a CREATE of its target).
+        co_ops.sort(key=_target_order)
+        ops += co_ops
         findings.extend(co_findings)
-    ops.sort(key=lambda pair: pair[0])
     return Plan(
         project=config.name,
         workspace=workspace,
@@ -460,9 +466,9 @@ def build_plan(
         project_memory_exists=resources.project_memory_exists,
         notes_source=resources.notes_source,
         notes_location=resources.notes_location,
-        sources=_source_checks(resources, (op for _, op in ops)),
+        sources=_source_checks(resources, ops),
         checkouts=tuple(planned),
-        operations=tuple(op for _, op in ops),
+        operations=tuple(ops),
         findings=tuple(findings),
         explicit_path=explicit_path,
         register=register,

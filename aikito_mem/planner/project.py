@@ -44,7 +44,8 @@ from aikito_mem.views import (
     SkillsView,
 )
 
-_RANK = {seg: i for i, seg in enumerate(SEGMENT_ORDER)}
+_FIRST, _SECOND, _LAST = SEGMENT_ORDER  # three segments: unpacking fails otherwise
+_CONFLICT, _UNLINK = Action.CONFLICT, Action.UNLINK
 
 
 def _invalid(co: CheckoutPlan, segment: SegmentName) -> Operation:
@@ -116,9 +117,11 @@ def plan_project(
 
 def _memory_ops(plan: Plan, tracked: Mapping[str, frozenset[str]]) -> list[Operation]:
     """The memory plan's operations, a CONFLICT at a target git tracks saying so ([L1])."""
+    if not tracked:
+        return list(plan.operations)
     none: frozenset[str] = frozenset()
     return [tracked_conflict(op, plan.config_path)
-            if op.action is Action.CONFLICT and op.target in tracked.get(op.checkout, none)
+            if op.action is _CONFLICT and op.target in tracked.get(op.checkout, none)
             and op.resource is not None else op
             for op in plan.operations]
 
@@ -201,9 +204,18 @@ def add_segments(
             findings += [*s_findings, *i_findings, *a_findings]
             for rel, obs in (*s_dirs, *i_dirs, *a_dirs):
                 dirs.setdefault(rel, obs)
-        checkouts.append(attrs.evolve(co, dirs=tuple(sorted(dirs.items()))))
-    ops.sort(key=lambda op: (_RANK[op.segment], index.get(op.checkout, len(index)),
-                             op.target, 0 if op.action is Action.UNLINK else 1))
+        relied = tuple(sorted(dirs.items()))
+        checkouts.append(co if relied == co.dirs else attrs.evolve(co, dirs=relied))
+    last = len(index)
+
+    def order(op: Operation) -> tuple[int, int, str, bool]:
+        """[G6]: segment, checkout order, target path, an UNLINK first.  The segment's
+        place is told by identity: an enum's hash is a Python call, once per operation."""
+        seg = op.segment
+        return (0 if seg is _FIRST else 1 if seg is _SECOND else 2,
+                index.get(op.checkout, last), op.target, op.action is not _UNLINK)
+
+    ops.sort(key=order)
     return attrs.evolve(
         plan,
         operations=tuple(ops),
