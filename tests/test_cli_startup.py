@@ -98,6 +98,12 @@ def _assert_plain_sync(imported: set[str]) -> None:
             # [A3]: Project.prepare's room, imported by its first call.
             "aikito_mem.prepare"}
     assert not rare & imported, sorted(rare & imported)
+    # What an in-sync run never shows or plans: a remedy's words (a conflict's, a foreign
+    # entry's), the per-agent skills directories ([N1]: none in the registry), and the
+    # path display of a line that names a path ([U2]: the one line names none).
+    unshown = {"aikito_mem.planner.remedies", "aikito_mem.planner.agent_skills",
+               "aikito_mem.render.paths"}
+    assert not unshown & imported, sorted(unshown & imported)
 
 
 def test_warm_memory_sync_imports_only_the_sync_path(ws: WS) -> None:

@@ -38,6 +38,7 @@ from tests.helpers.pure import (
     brief,
     config,
     link,
+    load_planner,
     notes,
     plan_of,
     ref,
@@ -487,6 +488,7 @@ sys.addaudithook(_audit)  # cannot be removed: it records only while the flag is
 
 
 def _plan_recording(**kwargs: Any) -> tuple[Plan, list[tuple[str, tuple[object, ...]]]]:
+    load_planner()  # the rooms a planner imports on a conflict's branch only
     _EVENTS.clear()
     _RECORDING[0] = True
     try:
@@ -581,6 +583,7 @@ def test_one_observation_pass_then_a_planner_without_io(ws: Workspace) -> None:
     slots = checkouts.slots(project.config, observer)
     observed = observe_project(project.config, project.workspace, slots, observer,
                                environ=os.environ, home=project.home or None)
+    load_planner()
     _EVENTS.clear()
     _RECORDING[0] = True
     try:

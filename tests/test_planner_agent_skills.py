@@ -22,6 +22,7 @@ from aikito_mem.model import (
 )
 from aikito_mem.planner.agent_skills import offline, plan_dir
 from aikito_mem.views import AgentSkillsView
+from tests.helpers.pure import load_planner
 
 WS = "/ws"
 CO = "/co"
@@ -176,6 +177,7 @@ def test_the_planner_does_no_io():
                            ("old", link("/ws/skills/old"))]),
              view(root=ABSENT, detected=True), view(root=ABSENT),
              view(root=link("/x")), view(parents=((".claude", FILE),))]
+    load_planner()  # the rooms a planner imports on a conflict's branch only
     _EVENTS.clear()
     _RECORDING[0] = True
     try:

@@ -42,7 +42,6 @@ from aikito_mem.model import (
 )
 from aikito_mem.planner.memory import owns
 from aikito_mem.planner.moved import R_MOVED, moved_literal
-from aikito_mem.planner.remedies import foreign_link_remedy
 from aikito_mem.planner.skills import R_TRACKED, TRACKED_REASON, is_tracked, tracked_finding
 from aikito_mem.views import InstructionsView, InstructionTargetView
 
@@ -154,6 +153,8 @@ def _plan_target(checkout: str, source: InstructionSource,
 def _conflict(checkout: str, target: InstructionTargetView, src: str) -> Operation:
     """The CONFLICT of something aikito does not own (and git does not track) at a
     target, with the remedy that fits what it is."""
+    from aikito_mem.planner.remedies import foreign_link_remedy
+
     rel, obs = target.rel, target.observed
     what = f"{checkout}/{rel}"
     if obs.kind is Kind.LINK:  # moving a link into the workspace would break it

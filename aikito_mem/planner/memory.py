@@ -40,13 +40,6 @@ from aikito_mem.model import (
 )
 from aikito_mem.planner.checkout import finding_order, offline_reason, planned_state
 from aikito_mem.planner.moved import R_MOVED, moved_literal, relink_target
-from aikito_mem.planner.remedies import (
-    adopt_remedy,
-    foreign_finding,
-    foreign_link_remedy,
-    quote,
-    unmount_remedy,
-)
 from aikito_mem.views import CheckoutView
 
 __all__ = ["build_plan", "history", "literal_resolves_to", "owns"]
@@ -151,6 +144,8 @@ class _CheckoutPlanner:
                     self.target(rel),
                 ))
                 continue
+            from aikito_mem.planner.remedies import foreign_finding  # a foreign entry only
+
             self.findings.append(foreign_finding(self.target(rel), obs))
         self.plan_prunes()
 
@@ -235,6 +230,8 @@ def _kw(res: Resource, obs: Observed) -> dict[str, object]:
 
 def _source_conflict(p: _CheckoutPlanner, res: Resource, obs: Observed) -> None:
     """The source is missing or unsafe ([S3]): a CONFLICT, with the remedy that fits."""
+    from aikito_mem.planner.remedies import quote
+
     if res.is_notes:
         remedy = (f"make {res.source} a real directory (or remove it); "
                   "project notes are exposed only as a directory")
@@ -255,6 +252,8 @@ def _source_conflict(p: _CheckoutPlanner, res: Resource, obs: Observed) -> None:
 def _ancestor_conflict(p: _CheckoutPlanner, res: Resource, obs: Observed) -> None:
     """[O4]: a CONFLICT for this resource — even when the directory on the way is
     aikito's own link for a former reference (then the remedy says it is safe to remove)."""
+    from aikito_mem.planner.remedies import unmount_remedy
+
     found = p.blocking_ancestor(res.rel)
     assert found is not None
     anc, a_obs = found
@@ -300,6 +299,8 @@ def _relink(p: _CheckoutPlanner, res: Resource, obs: Observed) -> None:
 
 def _link_conflict(p: _CheckoutPlanner, res: Resource, obs: Observed) -> None:
     """A link aikito does not own here (or its own, to a former source): a CONFLICT."""
+    from aikito_mem.planner.remedies import foreign_link_remedy
+
     former = p.former(obs.literal, res.rel)
     remedy = (f"remove the link {p.target(res.rel)}: it is aikito's link to the "
               f"former source {former}, nothing is lost — then run again"
@@ -312,6 +313,8 @@ def _link_conflict(p: _CheckoutPlanner, res: Resource, obs: Observed) -> None:
 
 def _entry_conflict(p: _CheckoutPlanner, res: Resource, obs: Observed) -> None:
     """A file, a directory, a mount point or anything else: never overwritten."""
+    from aikito_mem.planner.remedies import adopt_remedy, unmount_remedy
+
     target = p.target(res.rel)
     p.op(Action.CONFLICT, R_PRESERVE, res.rel,
          f"found {obs.describe()}; expected a symlink to {res.source!r}",

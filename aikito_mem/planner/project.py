@@ -31,7 +31,6 @@ from aikito_mem.model import (
     SegmentName,
     SourceCheck,
 )
-from aikito_mem.planner import agent_skills as planner_agent_skills
 from aikito_mem.planner import instructions as planner_instructions
 from aikito_mem.planner import skills as planner_skills
 from aikito_mem.planner.checkout import offline_reason
@@ -133,10 +132,14 @@ def _not_active(co: CheckoutPlan, skills: tuple[Resource, ...],
     """An offline checkout: a SKIP per target; an invalid one: a CONFLICT per segment."""
     if co.state is CheckoutState.OFFLINE:
         reason = offline_reason(co.reason)
-        return [*planner_skills.offline(co.path, reason, skills),
-                *planner_agent_skills.offline(co.path, reason, skill_dirs, skills),
-                *(planner_instructions.offline(co.path, reason, targets, source)
-                  if instructions_wanted else ())]
+        ops = planner_skills.offline(co.path, reason, skills)
+        if skill_dirs:  # [N1]: an agent of the registry has a skills directory of its own
+            from aikito_mem.planner import agent_skills as planner_agent_skills
+
+            ops += planner_agent_skills.offline(co.path, reason, skill_dirs, skills)
+        if instructions_wanted:
+            ops += planner_instructions.offline(co.path, reason, targets, source)
+        return ops
     return [*([_invalid(co, SegmentName.SKILLS)] if skills else []),
             *([_invalid(co, SegmentName.INSTRUCTIONS)] if instructions_wanted else [])]
 
@@ -149,6 +152,10 @@ def _agent_dirs(checkout: str, views: tuple[AgentSkillsView, ...],
     ops: list[Operation] = []
     findings: list[Finding] = []
     dirs: list[tuple[str, Observed]] = []
+    if not views:  # no agent of the registry has a skills directory of its own
+        return ops, findings, dirs
+    from aikito_mem.planner import agent_skills as planner_agent_skills
+
     for view in views:
         a_ops, a_findings, a_dirs = planner_agent_skills.plan_dir(
             checkout, view, skills, plan.workspace, plan.config_path, tracked,

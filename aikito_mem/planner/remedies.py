@@ -1,6 +1,8 @@
 """The words of the planners' remedies ([U2]): shell-quoted paths a user can paste,
 and the remedies for a mount point or a file or directory where a link is wanted (naming
-``aikito adopt`` wherever adopting resolves the conflict, [P3] [L5]).  Pure."""
+``aikito adopt`` wherever adopting resolves the conflict, [P3] [L5]).  Pure.  Imported by
+the branches that name a remedy or a foreign entry only: an in-sync run never loads it
+([§12])."""
 
 from __future__ import annotations
 

@@ -30,7 +30,6 @@ from aikito_mem.model import (
 )
 from aikito_mem.planner.memory import owns
 from aikito_mem.planner.moved import R_MOVED, moved_literal
-from aikito_mem.planner.remedies import foreign_link_remedy, skill_dir_remedy
 from aikito_mem.views import SkillsView
 
 R_SKILL = "G2"
@@ -119,6 +118,8 @@ def _target(checkout: str, base: str, res: Resource, obs: Observed, workspace: s
                    source=res.source, observed=obs, rule=rule)
 
     if res.problem is not None:
+        from aikito_mem.planner.remedies import skill_dir_remedy
+
         return op(Action.CONFLICT, res.problem,
                   # [L5]: the content is here, not in the workspace: adopt moves it there.
                   skill_dir_remedy(target, res, config_path)
@@ -136,6 +137,8 @@ def _target(checkout: str, base: str, res: Resource, obs: Observed, workspace: s
         # [L4]: the same skill under the workspace's old root.
         return _op(Action.CREATE, checkout, target, f"relinked from {moved_from}",
                    resource=res.name, source=res.source, observed=obs, rule=R_MOVED)
+    from aikito_mem.planner.remedies import foreign_link_remedy, skill_dir_remedy
+
     return op(Action.CONFLICT, f"found {obs.describe()}; expected a symlink to {res.source!r}",
               foreign_link_remedy(target) if obs.kind is Kind.LINK else
               # [L5]: adopt resolves it, in every skills directory ([N1]).

@@ -5,7 +5,7 @@ Pure: functions from values to strings/dicts; the command line decides where the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aikito_mem.errors import EXIT_PENDING, Outcome
 from aikito_mem.model import (
@@ -22,7 +22,6 @@ from aikito_mem.model import (
 )
 from aikito_mem.outcome import SyncReport, run_findings, segment_results
 from aikito_mem.planner.moved import R_MOVED
-from aikito_mem.render.paths import Paths
 from aikito_mem.render.text import (
     Display,
     Output,
@@ -31,6 +30,9 @@ from aikito_mem.render.text import (
     plural,
     shown_name,
 )
+
+if TYPE_CHECKING:  # pragma: no cover — a line that names no path needs no Paths
+    from aikito_mem.render.paths import Paths
 
 SCHEMA = "aikito.sync/2"
 
@@ -263,6 +265,8 @@ def _in_checkout(path: str | None, checkout: str) -> bool:
 
 
 def _paths(plan: Plan, display: Display, checkout: str | None = None) -> Paths:
+    from aikito_mem.render.paths import Paths
+
     return Paths(plan.workspace, checkout, cwd=display.cwd, home=display.home,
                  named=plan.workspace_source == "option", program=display.program)
 
@@ -366,9 +370,11 @@ def compact_lines(report: SyncReport, display: Display) -> list[str] | None:
         rest = f", {offline} offline" if offline else ""
         head = f"{plan.project}: in sync ({plural(n, 'checkout')}{rest})"
     lines = [display.line(head, "green" if n > offline else "yellow")]
-    top = _paths(plan, display)
-    lines.extend(display.line(f"{f.severity}: {top.text(f.message)}", "magenta")
-                 for f in _shown_findings(plan, display, dry_run=report.dry_run))
+    shown = _shown_findings(plan, display, dry_run=report.dry_run)
+    if shown:
+        top = _paths(plan, display)
+        lines.extend(display.line(f"{f.severity}: {top.text(f.message)}", "magenta")
+                     for f in shown)
     return lines
 
 
@@ -409,6 +415,8 @@ def text_lines(report: SyncReport, display: Display, *, plan_file: str | None = 
     line.  ``-q`` keeps the closing line of a real run (whether changes were applied),
     the command that applies a dry run, and where a plan was saved."""
     if report.plan is None:  # [U4]: its path written where the command ran ([U2])
+        from aikito_mem.render.paths import Paths
+
         where = Paths(None, cwd=display.cwd, home=display.home)
         return [display.line(f"notice: {where.text(f.message)}", "yellow")
                 for f in report.findings]

@@ -10,11 +10,27 @@ characters its own way.  Every text line is made printable *before* it is colour
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from aikito_mem.errors import AikitoError
 from aikito_mem.values import Record
+
+if TYPE_CHECKING:  # pragma: no cover — annotations only: no Protocol class built at import
+    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from typing import Protocol, TypeVar
+
+    from aikito_mem.errors import AikitoError
+
+    class Reported(Protocol):
+        """A command's report as its renderer reads it: the exit code, and the error it
+        ended with (``None``: none)."""
+
+        @property
+        def exit_code(self) -> int: ...
+
+        @property
+        def error(self) -> AikitoError | None: ...
+
+    _R = TypeVar("_R", bound=Reported)
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -190,20 +206,6 @@ class Output(Record):
     document: Mapping[str, Any] | None = None
     lines: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
-
-
-class Reported(Protocol):
-    """A command's report as its renderer reads it: the exit code, and the error it
-    ended with (``None``: none)."""
-
-    @property
-    def exit_code(self) -> int: ...
-
-    @property
-    def error(self) -> AikitoError | None: ...
-
-
-_R = TypeVar("_R", bound=Reported)
 
 
 def rendered(report: _R, display: Display, document: Callable[[_R], Mapping[str, Any]],

@@ -85,3 +85,18 @@ def brief(plan: Plan) -> list[tuple[str, str, str, str]]:
     return [(op.action.value, op.rule, op.target.removeprefix(f"{op.checkout}/"), op.entry)
             for op in plan.operations]
 
+
+
+def load_planner() -> None:
+    """Import every module of the planner package: a planner imports a room only on the
+    branch that needs it (a remedy's words, the per-agent skills directories: [§12]), and a
+    test that records the planner's events loads them first — the hook then sees what the
+    planner does, not the loading of its own code (what each module imports, lazily or
+    not, is checked apart: ``test_every_planner_module_imports_no_io_module``)."""
+    import importlib
+    import pkgutil
+
+    import aikito_mem.planner as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{info.name}")
