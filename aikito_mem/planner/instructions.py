@@ -48,6 +48,9 @@ from aikito_mem.views import InstructionsView, InstructionTargetView
 R_INSTR = "G4"
 R_OFFLINE = "G6"
 _SEG = SegmentName.INSTRUCTIONS
+#: The actions whose target's directories the plan relies on (looked up once: an enum
+#: member read off its class is slow).
+_RELIED = (Action.CREATE, Action.UNLINK, Action.NOOP, Action.CONFLICT)
 
 
 def _link_dir(checkout: str, rel: str) -> str:
@@ -207,7 +210,7 @@ def plan_checkout(
         if op.rule == R_TRACKED:
             findings.append(tracked_finding(
                 op.target, op.observed, "the project instructions"))
-        if op.action in (Action.CREATE, Action.UNLINK, Action.NOOP, Action.CONFLICT):
+        if op.action in _RELIED:
             for prel, pobs in target.parents:
                 dirs.setdefault(prel, pobs)
     ops.sort(key=lambda op: op.target)

@@ -44,7 +44,10 @@ from aikito_mem.views import CheckoutView
 
 __all__ = ["build_plan", "history", "literal_resolves_to", "owns"]
 
+# Looked up once: reading an enum member off its class is slow (a lookup through the
+# enum's metaclass), and the steady state reads these once per entry and per resource.
 _CREATE, _NOOP, _UNLINK = Action.CREATE, Action.NOOP, Action.UNLINK
+_LINK, _DIR = Kind.LINK, Kind.DIR
 
 #: Rule ids (INV-MEM-xx of shared/reference/memory-runtime-invariants.txt).
 R_CREATE = "INV-MEM-01"
@@ -116,13 +119,13 @@ class _CheckoutPlanner:
         """Every entry that is not a desired target: aikito's stale links unlinked, the
         rest preserved with a finding; then the directories the unlinks empty pruned."""
         for rel, obs in self.entries.items():
-            if rel in self.desired or obs.kind is Kind.DIR:
+            if rel in self.desired or obs.kind is _DIR:
                 continue
             if rel in self.ancestors:
                 # Not a stale entry ([P2]): an intermediate that is not a real directory is
                 # a CONFLICT of the resource below it ([O4]), even when it is aikito's link.
                 continue
-            if obs.kind is Kind.LINK and entry_problem(rel) is None:
+            if obs.kind is _LINK and entry_problem(rel) is None:
                 # [H3]: any name an owned link can have on disk is unlinked — the rule
                 # the writer's guard applies to the same target.
                 # A relink's temporary name ([L4]) is owned as the entry it stands for.
@@ -153,7 +156,7 @@ class _CheckoutPlanner:
         """[P2]: a directory is pruned only when the planned unlinks empty it."""
         # A directory on the way to a desired target, or at one (a CONFLICT, [P1]), is
         # never pruned: only the others are looked at, and their children listed.
-        dirs = [rel for rel, obs in self.entries.items() if obs.kind is Kind.DIR
+        dirs = [rel for rel, obs in self.entries.items() if obs.kind is _DIR
                 and rel not in self.ancestors and rel not in self.desired]
         if not dirs:
             return
@@ -185,10 +188,10 @@ class _CheckoutPlanner:
         :data:`TARGET_RULES` whose test holds decides it."""
         rel = res.rel
         obs = self.entries.get(rel, ABSENT)
-        if (res.problem is None and obs.kind is Kind.LINK and obs.literal == res.source
+        if (res.problem is None and obs.kind is _LINK and obs.literal == res.source
                 and rel not in self.removed):
             # The steady state, paid once per resource per sync: built directly ([P6]).
-            self.ops.append(Operation(Action.NOOP, R_NOOP, self.view.path,
+            self.ops.append(Operation(_NOOP, R_NOOP, self.view.path,
                                       f"{self.base}/{rel}", "already linked", res.name,
                                       res.source, None, "link", obs))
             return

@@ -56,6 +56,19 @@ def _invalid(co: CheckoutPlan, segment: SegmentName) -> Operation:
     )
 
 
+def _sort(ops: list[Operation], index: Mapping[str, int]) -> None:
+    """[G6]: by segment, checkout order, target path, an UNLINK first.  The segment's
+    place is told by identity: an enum's hash is a Python call, once per operation."""
+    last = len(index)
+
+    def order(op: Operation) -> tuple[int, int, str, bool]:
+        seg = op.segment
+        return (0 if seg is _FIRST else 1 if seg is _SECOND else 2,
+                index.get(op.checkout, last), op.target, op.action is not _UNLINK)
+
+    ops.sort(key=order)
+
+
 def tracked_conflict(op: Operation, config_path: str) -> Operation:
     """A memory CONFLICT at a target whose file or directory git tracks ([L1]): it stays a
     conflict (INV-MEM-07), saying so, and its remedy neither moves, deletes nor adopts
@@ -75,8 +88,9 @@ def _with_skill_sources(sources: tuple[SourceCheck, ...], skills: tuple[Resource
     """The plan's source checks plus every selected skill's, by identity for a skill the
     plan links ([P5])."""
     by_path = {c.path: c for c in sources}
+    skills_segment, create = SegmentName.SKILLS, Action.CREATE  # looked up once
     linked = {op.resource for op in ops
-              if op.segment is SegmentName.SKILLS and op.action is Action.CREATE}
+              if op.segment is skills_segment and op.action is create}
     for res in skills:
         for check in res.checks:
             by_path.setdefault(check.path, check)
@@ -213,16 +227,7 @@ def add_segments(
                 dirs.setdefault(rel, obs)
         relied = tuple(sorted(dirs.items()))
         checkouts.append(co if relied == co.dirs else attrs.evolve(co, dirs=relied))
-    last = len(index)
-
-    def order(op: Operation) -> tuple[int, int, str, bool]:
-        """[G6]: segment, checkout order, target path, an UNLINK first.  The segment's
-        place is told by identity: an enum's hash is a Python call, once per operation."""
-        seg = op.segment
-        return (0 if seg is _FIRST else 1 if seg is _SECOND else 2,
-                index.get(op.checkout, last), op.target, op.action is not _UNLINK)
-
-    ops.sort(key=order)
+    _sort(ops, index)
     return attrs.evolve(
         plan,
         operations=tuple(ops),

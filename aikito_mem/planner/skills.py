@@ -38,6 +38,9 @@ R_OFFLINE = "G6"
 R_TRACKED = "L1"
 TRACKED_REASON = "tracked by git"
 _SEG = SegmentName.SKILLS
+# Looked up once (an enum member read off its class is slow): read once per skill.
+_ABSENT, _LINK = Kind.ABSENT, Kind.LINK
+_CONFLICT = Action.CONFLICT
 
 
 def _op(action: Action, checkout: str, target: str, reason: str, *,
@@ -128,9 +131,9 @@ def _target(checkout: str, base: str, res: Resource, obs: Observed, workspace: s
                   f"in {config_path}" if res.missing else
                   f"make {res.source} a real directory inside {skills_root(workspace)}, or "
                   f"remove {res.name!r} from skills in {config_path}")
-    if obs.kind is Kind.ABSENT:
+    if obs.kind is _ABSENT:
         return op(Action.CREATE, created)
-    if obs.kind is Kind.LINK and owns(obs.literal, base, (res.source,)) is not None:
+    if obs.kind is _LINK and owns(obs.literal, base, (res.source,)) is not None:
         return op(Action.NOOP, "already linked")
     if obs.kind is Kind.LINK and obs.literal == moved_literal(moved_from, workspace,
                                                               res.source):
@@ -212,7 +215,7 @@ def table(
         op = _target(checkout, base, res, obs, workspace, config_path, rule=rule,
                      created=created, moved_from=moved_from,
                      tracked=f"{base}/{res.name}" in tracked)
-        if res.problem is None and op.action is Action.CONFLICT and is_tracked(
+        if res.problem is None and op.action is _CONFLICT and is_tracked(
                 op.target, obs, tracked):
             # [L1]: the repository's own skill (a directory, or a committed symlink) —
             # never a conflict, never to be moved; an owned link stays NOOP above.
