@@ -112,6 +112,9 @@ def test_warm_memory_sync_imports_only_the_sync_path(ws: WS) -> None:
     _assert_plain_sync(imported)
     # No agents/ directory: the registry is known from one lstat ([G3]); nothing is read.
     assert "aikito_mem.config.registry_read" not in imported
+    # No skill, no instruction target: neither segment's planner is loaded ([§12]).
+    planners = {"aikito_mem.planner.skills", "aikito_mem.planner.instructions"}
+    assert not planners & imported, sorted(planners & imported)
 
 
 def test_an_empty_registry_is_never_read(ws: WS) -> None:

@@ -128,3 +128,29 @@ def test_a_target_the_kernel_could_not_name_again_is_never_created(detected):
     short = rel[:PATH_MAX - len(CO) - 2]
     assert len(f"{CO}/{short}") == PATH_MAX - 1
     assert actions(CONTENT, target(parent=DIR, rel=short)) == [Action.CREATE]
+
+
+
+_SEEN = [ABSENT, DIR, FILE, OWNED, FOREIGN]
+
+
+@pytest.mark.parametrize("legacy", [ABSENT, FILE, OWNED, FOREIGN])
+@pytest.mark.parametrize("state", [CONTENT, EMPTY, ABSENT_SRC, UNSAFE])
+@pytest.mark.parametrize("seen", _SEEN)
+@pytest.mark.parametrize("relink", [ABSENT, OWNED, FOREIGN])
+@pytest.mark.parametrize("parent", [DIR, ABSENT, FILE])
+def test_what_the_project_planner_skips_plans_nothing(legacy, state, seen, relink, parent):
+    """[§12]: the project planner does not even import this planner when
+    :func:`~aikito_mem.planner.project.instructions_to_plan` says there is nothing to
+    plan — and then it would indeed plan nothing (with no target, or with targets, in
+    every state of the source, the targets, their relink names and the legacy link)."""
+    from aikito_mem.planner.project import instructions_to_plan
+
+    tgt = InstructionTargetView(".claude/CLAUDE.md", ("claude",), False, seen,
+                                ((".claude", parent),), relink)
+    for view in (InstructionsView((), legacy), InstructionsView((tgt,), legacy)):
+        if not instructions_to_plan(source(state), view):
+            assert plan_checkout(CO, source(state), view) == ([], [], [])
+    # What a memory-only project sees: the default target, nothing there, no AGENTS.md.
+    assert not instructions_to_plan(source(ABSENT_SRC), InstructionsView((target(),)))
+    assert instructions_to_plan(source(CONTENT), InstructionsView((target(),)))

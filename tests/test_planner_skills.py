@@ -114,3 +114,18 @@ def test_operations_sorted_by_target():
     ops, _, _ = plan(entries=[("zed", link("/ws/skills/zed"))],
                      skills=[skill("beta"), skill("alpha")])
     assert [op.target.rsplit("/", 1)[1] for op in ops] == ["alpha", "beta", "zed"]
+
+
+@pytest.mark.parametrize("root", [ABSENT, DIR, FILE, link("/x")])
+@pytest.mark.parametrize("agents", [ABSENT, DIR, FILE, link("/x")])
+def test_what_the_project_planner_skips_plans_nothing(root, agents):
+    """[§12]: the project planner does not even import this planner when
+    :func:`~aikito_mem.planner.project.skills_to_plan` says there is nothing to plan — and
+    indeed it would plan nothing, whatever ``.agents`` and ``.agents/skills`` are."""
+    from aikito_mem.planner.project import skills_to_plan
+
+    view = SkillsView(root, ())
+    assert not skills_to_plan((), view)
+    assert plan_checkout(CO, agents, view, (), WS, CFG) == ([], [], [])
+    assert skills_to_plan((skill("alpha"),), view)
+    assert skills_to_plan((), SkillsView(DIR, (("old", link("/ws/skills/old")),)))

@@ -22,6 +22,7 @@ from aikito_mem.model import (
     Finding,
     InstructionSource,
     InstructionState,
+    Kind,
     Observed,
     Operation,
     Plan,
@@ -31,8 +32,6 @@ from aikito_mem.model import (
     SegmentName,
     SourceCheck,
 )
-from aikito_mem.planner import instructions as planner_instructions
-from aikito_mem.planner import skills as planner_skills
 from aikito_mem.planner.checkout import offline_reason
 from aikito_mem.planner.memory import build_plan
 from aikito_mem.values import replace
@@ -146,16 +145,67 @@ def _not_active(co: CheckoutPlan, skills: tuple[Resource, ...],
     """An offline checkout: a SKIP per target; an invalid one: a CONFLICT per segment."""
     if co.state is CheckoutState.OFFLINE:
         reason = offline_reason(co.reason)
-        ops = planner_skills.offline(co.path, reason, skills)
-        if skill_dirs:  # [N1]: an agent of the registry has a skills directory of its own
+        ops: list[Operation] = []
+        if skills:  # the planners of a segment with nothing to skip are not imported
+            from aikito_mem.planner import skills as planner_skills
+
+            ops += planner_skills.offline(co.path, reason, skills)
+        if skills and skill_dirs:  # [N1]: an agent has a skills directory of its own
             from aikito_mem.planner import agent_skills as planner_agent_skills
 
             ops += planner_agent_skills.offline(co.path, reason, skill_dirs, skills)
         if instructions_wanted:
+            from aikito_mem.planner import instructions as planner_instructions
+
             ops += planner_instructions.offline(co.path, reason, targets, source)
         return ops
     return [*([_invalid(co, SegmentName.SKILLS)] if skills else []),
             *([_invalid(co, SegmentName.INSTRUCTIONS)] if instructions_wanted else [])]
+
+
+def skills_to_plan(skills: tuple[Resource, ...], view: SkillsView) -> bool:
+    """Whether the skills planner has anything to plan in an active checkout: a selected
+    skill, or an entry of ``.agents/skills`` (a stale link, a foreign entry).  Otherwise
+    it plans nothing, and is not even imported ([§12]: a memory-only project)."""
+    return bool(skills or view.entries)
+
+
+def instructions_to_plan(source: InstructionSource, view: InstructionsView) -> bool:
+    """Whether the instructions planner has anything to plan in an active checkout: a
+    link at the legacy ``.agents/AGENTS.md`` (aikito's is retired), an instruction target
+    while ``AGENTS.md`` has content (or is unsafe), else a link at a target or at its
+    relink name (aikito's is unlinked: not left dangling).  Otherwise it plans nothing,
+    and is not even imported ([§12]: a memory-only project)."""
+    link = Kind.LINK
+    if view.legacy.kind is link:
+        return True
+    if source.state is InstructionState.CONTENT or source.state is InstructionState.UNSAFE:
+        return bool(view.targets)
+    return any(t.observed.kind is link or t.relink.kind is link for t in view.targets)
+
+
+def _skills(checkout: str, agents: Observed, view: SkillsView, skills: tuple[Resource, ...],
+            plan: Plan, tracked: frozenset[str]
+            ) -> tuple[list[Operation], list[Finding], list[tuple[str, Observed]]]:
+    """[G2]: the skills segment of one active checkout."""
+    if not skills_to_plan(skills, view):
+        return [], [], []
+    from aikito_mem.planner import skills as planner_skills
+
+    return planner_skills.plan_checkout(checkout, agents, view, skills, plan.workspace,
+                                        plan.config_path, tracked, plan.moved_from)
+
+
+def _instructions(checkout: str, source: InstructionSource, view: InstructionsView,
+                  plan: Plan, tracked: frozenset[str]
+            ) -> tuple[list[Operation], list[Finding], list[tuple[str, Observed]]]:
+    """[G4]: the instructions segment of one active checkout."""
+    if not instructions_to_plan(source, view):
+        return [], [], []
+    from aikito_mem.planner import instructions as planner_instructions
+
+    return planner_instructions.plan_checkout(checkout, source, view, tracked,
+                                              plan.workspace, plan.moved_from)
 
 
 def _agent_dirs(checkout: str, views: tuple[AgentSkillsView, ...],
@@ -214,11 +264,10 @@ def add_segments(
             ops += _not_active(co, skills, targets, source, instructions_wanted, skill_dirs)
         else:
             mine = tracked.get(co.path, frozenset())  # what git tracks there ([L1])
-            s_ops, s_findings, s_dirs = planner_skills.plan_checkout(
-                co.path, agents[co.path], skill_views[co.path], skills, plan.workspace,
-                plan.config_path, mine, plan.moved_from)
-            i_ops, i_findings, i_dirs = planner_instructions.plan_checkout(
-                co.path, source, instruction_views[co.path], mine, plan.workspace, plan.moved_from)
+            s_ops, s_findings, s_dirs = _skills(
+                co.path, agents[co.path], skill_views[co.path], skills, plan, mine)
+            i_ops, i_findings, i_dirs = _instructions(
+                co.path, source, instruction_views[co.path], plan, mine)
             a_ops, a_findings, a_dirs = _agent_dirs(
                 co.path, (agent_views or {}).get(co.path, ()), skills, plan, mine)
             ops += [*s_ops, *i_ops, *a_ops]
