@@ -1,7 +1,7 @@
 """Frozen value types the rooms hand each other: observations, resources, plans, results.
 
 Nothing here performs I/O.  Every type is frozen — an ``attrs`` frozen class ([A1]: the
-plan, its operations and checkout plans) or a :class:`~aikito_mem.values.Record` (the
+plan and its operations) or a :class:`~aikito_mem.values.Record` (the checkout plans, the
 observations, resources and configuration they are made from, the findings and the
 results) — or an enum, and every collection is a tuple, so a :class:`Plan` can be handed
 around (and saved) without anyone being able to change what it was planned against ([A1]).
@@ -188,8 +188,7 @@ class Operation(Value):
     segment: SegmentName = SegmentName.MEMORY
 
 
-@frozen(repr=False, eq=False)
-class CheckoutPlan(Value):
+class CheckoutPlan(Record):
     """One checkout as planned: its state and the directories the plan relies on."""
 
     label: str

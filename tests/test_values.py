@@ -4,7 +4,7 @@ record (a class deriving from :class:`~aikito_mem.values.Record`) behaves as an 
 frozen, slotted class does: immutable, slotted, its defaults, ``TypeError`` for a bad call
 (worded as attrs words it), :func:`~aikito_mem.values.replace`,
 :func:`~aikito_mem.values.fields` and :func:`~aikito_mem.values.asdict`.  Every value is
-frozen; only ``Plan``, ``Operation`` and ``CheckoutPlan`` are attrs classes ([A1]).  This
+frozen; only ``Plan`` and ``Operation`` are attrs classes ([A1]).  This
 file is type-checked by ``make lint``: the ``type: ignore`` comments below are errors mypy
 must see (strict mode reports an unused one), so mypy knows a record's ``__init__`` and
 that it is frozen."""
@@ -347,15 +347,18 @@ def test_model_values_keep_their_api() -> None:
     assert SkillsView() == SkillsView() and not hasattr(SkillsView(), "__dict__")
     assert attrs.has(Plan) and [f.name for f in attrs.fields(Plan)][:2] == ["project",
                                                                             "workspace"]
-    # Every value is frozen; only the plan, its operations and its checkout plans are
-    # attrs classes ([A1]).  The findings and the results are records ([§12]).
-    for cls in (Plan, Operation, CheckoutPlan):
+    # Every value is frozen; only the plan and its operations are attrs classes ([A1]).
+    # The checkout plans (not operations), the findings and the results are records
+    # ([§12]).
+    for cls in (Plan, Operation):
         assert attrs.has(cls), cls
-    for made in (Finding, Segment, SyncResult, PreparedProject):
+    for made in (CheckoutPlan, Finding, Segment, SyncResult, PreparedProject):
         assert not attrs.has(made) and issubclass(made, Record) and is_value_class(made), made
         assert "__slots__" in vars(made) and "__setattr__" not in vars(made), made
     assert replace(Segment("memory", True), outcome="applied").outcome == "applied"
     assert CheckoutPlan("a", "/co", CheckoutState.ACTIVE).dirs == ()
+    planned = CheckoutPlan("a", "/co", CheckoutState.ACTIVE, dirs=(("", ABSENT),))
+    assert replace(planned, dirs=()) == CheckoutPlan("a", "/co", CheckoutState.ACTIVE)
 
 
 def _value_classes() -> list[type]:

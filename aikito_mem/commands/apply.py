@@ -40,7 +40,7 @@ import attrs
 from aikito_mem import layout
 from aikito_mem.errors import ConfigError, PlanFileError, StalePlanError
 from aikito_mem.model import Action, CheckoutState, Operation, Plan, SyncResult
-from aikito_mem.values import PlanKind
+from aikito_mem.values import PlanKind, replace
 
 if TYPE_CHECKING:  # pragma: no cover
     from aikito_mem.api import Project
@@ -204,8 +204,8 @@ def _verify(saved: Plan, fresh: Plan, locks: Any, environ: Mapping[str, str] | N
         saved,
         sources=tuple(c for c in saved.sources if derived(c.path)),
         checkouts=tuple(
-            attrs.evolve(co, dirs=tuple((rel, obs) for rel, obs in co.dirs
-                                        if rel in dirs[co.path]))
+            replace(co, dirs=tuple((rel, obs) for rel, obs in co.dirs
+                                   if rel in dirs[co.path]))
             for co in saved.checkouts if co.path in dirs
         ),
         operations=tuple(op for op in saved.operations

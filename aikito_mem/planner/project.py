@@ -275,7 +275,7 @@ def add_segments(
             for rel, obs in (*s_dirs, *i_dirs, *a_dirs):
                 dirs.setdefault(rel, obs)
         relied = tuple(sorted(dirs.items()))
-        checkouts.append(co if relied == co.dirs else attrs.evolve(co, dirs=relied))
+        checkouts.append(co if relied == co.dirs else replace(co, dirs=relied))
     _sort(ops, index)
     return attrs.evolve(
         plan,
