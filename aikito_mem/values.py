@@ -5,13 +5,13 @@ Two kinds of frozen, slotted value class share the one ``__eq__``, ``__hash__`` 
 ``__repr__`` of :class:`Value` (they mean what attrs' own mean):
 
 - ``@attrs.frozen(repr=False, eq=False)`` classes: what the public API promises to be
-  attrs classes ([A1]: ``Plan``, its operations and checkout plans).  attrs generates
-  their ``__init__`` and keeps ``attrs.fields``, ``attrs.evolve``.
-- records, the classes deriving from :class:`Record`: every other value (observations,
-  configuration, views, findings, results, render options).  Building an attrs class
-  compiles several methods and builds the class twice; a record generates no code and
-  its class is built once, by the class statement itself: ``__slots__`` from its
-  annotations and one generic ``__init__`` (docs/performance.md).
+  attrs classes ([A1]: ``Plan`` and its operations).  attrs generates their
+  ``__init__`` and keeps ``attrs.fields``, ``attrs.evolve``.
+- records, the classes deriving from :class:`Record`: every other value (checkout
+  plans, observations, configuration, views, findings, results, render options).
+  Building an attrs class compiles several methods and builds the class twice; a record
+  generates no code and its class is built once, by the class statement itself:
+  ``__slots__`` from its annotations and one generic ``__init__`` (docs/performance.md).
 
 :func:`fields`, :func:`replace` and :func:`asdict` work on both kinds.  Imports nothing
 of the package.
