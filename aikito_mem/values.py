@@ -237,6 +237,16 @@ def _refuse_delattr(self: object, name: str) -> None:
 _RECORD: type | None = None
 
 
+def _refuse_bases(qualname: str, bases: tuple[type, ...]) -> None:
+    """A record derives from :class:`Record` alone: a ``TypeError`` for any other bases
+    (a record among them: subclassing one)."""
+    if bases != (_RECORD,):
+        if any(isinstance(base, _RecordMeta) and base is not _RECORD for base in bases):
+            raise TypeError(f"{qualname}: a record cannot be subclassed; declare "
+                            "another record deriving from Record")
+        raise TypeError(f"record {qualname}: a record derives from Record only")
+
+
 class _RecordMeta(type):
     """The metaclass of :class:`Record`: the class statement of a record builds its class
     once, already slotted — the annotations become ``__slots__`` and the class-level
@@ -252,11 +262,7 @@ class _RecordMeta(type):
         if _RECORD is None:  # Record itself
             return super().__new__(mcls, name, bases, namespace, **kwargs)
         qualname = namespace.get("__qualname__", name)
-        if bases != (_RECORD,):
-            if any(isinstance(base, _RecordMeta) and base is not _RECORD for base in bases):
-                raise TypeError(f"{qualname}: a record cannot be subclassed; declare "
-                                "another record deriving from Record")
-            raise TypeError(f"record {qualname}: a record derives from Record only")
+        _refuse_bases(qualname, bases)
         namespace = dict(namespace)
         if "__classcell__" in namespace:  # the compiler's sign of super() or __class__
             user = _class_cell_user(namespace) or "a method"
@@ -303,6 +309,16 @@ class Record(Value, metaclass=_RecordMeta):
     if not TYPE_CHECKING:  # to mypy, assigning an attribute no field names stays an error
         __setattr__ = _refuse_setattr
         __delattr__ = _refuse_delattr
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """The same refusals for a class built past the metaclass's ``__new__`` (by
+        ``type.__new__``, which still calls this): a subclass of a record, or a class
+        on ``Record`` whose fields and defaults were never checked."""
+        _refuse_bases(cls.__qualname__, cls.__bases__)
+        if "__record_names__" not in cls.__dict__:
+            raise TypeError(f"record {cls.__qualname__}: built past Record's metaclass "
+                            "(type.__new__); declare it with a class statement")
+        object.__init_subclass__(**kwargs)
 
     def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
         """Copied and pickled by its class and field values (``copy``, ``pickle``)."""

@@ -407,6 +407,19 @@ def test_a_record_cannot_be_subclassed() -> None:
         attrs.frozen(type("Both", (Observed,), {"__annotations__": {}}))
 
 
+def test_a_record_class_built_past_its_metaclass_is_refused() -> None:
+    """``type.__new__`` builds a class without calling the metaclass's ``__new__``, but it
+    always calls ``__init_subclass__``: neither a subclass of a record nor a "record"
+    that the metaclass never saw (no fields, no checks of its defaults) is made."""
+    meta = type(Rec)
+    for bases in ((Rec,), (Observed,), (Finding,)):
+        with pytest.raises(TypeError, match="a record cannot be subclassed"):
+            type.__new__(meta, "Sneaky", bases, {"__slots__": ()})
+    with pytest.raises(TypeError, match="record Unchecked: built past Record's metaclass"):
+        type.__new__(meta, "Unchecked", (Record,),
+                     {"__annotations__": {"a": "list[int]"}, "a": []})
+
+
 def test_replace_of_an_unknown_field_changes_nothing_on_both_kinds() -> None:
     rec, op = Rec(1), Operation(Action.NOOP, "G1", "/co", "/co/x", "already linked")
     with pytest.raises(TypeError, match="has no field 'd'"):
