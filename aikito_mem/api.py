@@ -37,6 +37,8 @@ from aikito_mem.world import checkouts as _checkouts
 from aikito_mem.world.observe import Observer, with_identity
 
 if TYPE_CHECKING:
+    # To the type checker, the class __getattr__ below returns (at run time: lazily).
+    from aikito_mem.prepare import PrepareConflict as PrepareConflict
     from aikito_mem.world.git import WorktreeAnswers
 
 

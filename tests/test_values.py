@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import aikito_mem
-from aikito_mem.api import PreparedProject
+from aikito_mem.api import PrepareConflict, PreparedProject
 from aikito_mem.model import (
     ABSENT,
     Action,
@@ -448,3 +448,15 @@ def test_a_whole_plan_pickles_and_copies_to_an_equal_plan(tmp_path: Path) -> Non
         assert twin == plan and hash(twin.operations) == hash(plan.operations)
     view = SkillsView(Observed(Kind.DIR), (("x", ABSENT),))
     assert pickle.loads(pickle.dumps(view)) == view
+
+
+def test_the_api_names_prepare_conflict_to_the_type_checker_too() -> None:
+    """``aikito_mem.api.PrepareConflict`` is prepare's record, reached lazily at run time
+    ([A3], [§12]) — and the same class to mypy, which checks its calls (the ``type:
+    ignore`` below is an error mypy must see) and takes it as an annotation."""
+    from aikito_mem.prepare import PrepareConflict as Declared
+
+    conflict: PrepareConflict = PrepareConflict("/co/x", "found a file")
+    assert PrepareConflict is Declared and conflict.segment == "memory"
+    with pytest.raises(TypeError):
+        PrepareConflict()  # type: ignore[call-arg]
