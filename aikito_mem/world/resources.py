@@ -47,6 +47,17 @@ class SourceWalker:
             real = self._real[path] = os.path.realpath(path)
             return real
 
+    def found(self, path: str, obs: Observed) -> Observed:
+        """What a check records of a path that is not a real directory: its type, and a
+        symlink's literal — verification reads the literal back ([P5]), so a link recorded
+        without it would make every plan stale."""
+        if obs.kind is not Kind.LINK:
+            return Observed(obs.kind)
+        try:
+            return Observed(Kind.LINK, self._obs.readlink(path))
+        except OSError:
+            return Observed(Kind.LINK)  # gone or replaced meanwhile: verification says so
+
     def _check_root(
         self, root: str, what: str
     ) -> tuple[str | None, bool, SourceCheck | None, str]:
@@ -56,11 +67,12 @@ class SourceWalker:
         except OSError as exc:
             return f"{what} root {root} cannot be examined: {exc.strerror}", False, None, root
         check = SourceCheck(root, _ON_THE_WAY if root_obs.kind is Kind.DIR
-                            else Observed(root_obs.kind, root_obs.literal))
+                            else self.found(root, root_obs))
         if root_obs.kind is Kind.ABSENT:
             return f"source does not exist ({root} is missing)", True, check, root
         if root_obs.kind is not Kind.DIR:
-            return (f"{what} root {root} is {root_obs.describe()}; expected a real directory",
+            return (f"{what} root {root} is {check.observed.describe()}; expected a real "
+                    "directory",
                     False, check, root)
         return None, False, check, self._realpath(root)
 
@@ -146,11 +158,12 @@ def _notes(config: ProjectConfig, workspace: str, observer: Observer, walker: So
     if pm.exists:
         root, parts, location, source = project_memory, [NOTES], "current", current
         if pm.kind is not Kind.DIR:
+            found = walker.found(project_memory, pm)
             return Resource(
                 NOTES, NOTES, source, is_notes=True,
-                problem=f"project memory root {project_memory} is {pm.describe()}; "
+                problem=f"project memory root {project_memory} is {found.describe()}; "
                 "expected a real directory",
-                checks=(SourceCheck(project_memory, Observed(pm.kind, pm.literal)),),
+                checks=(SourceCheck(project_memory, found),),
             ), source, True, location
     else:
         root, parts = layout.memory_root(workspace), [config.name, NOTES]
