@@ -50,6 +50,19 @@ def test_a_command_wider_than_the_line_stands_whole_on_its_own() -> None:
                        f"  {command}", "  (relinks)"]
 
 
+def test_two_quoted_words_never_make_one_quoted_path() -> None:
+    """The closing quote of ``'..'`` and the opening quote of ``'.'`` hold prose with a
+    ``/`` between them, not a quoted path: it wraps as prose, within the width ([U2])."""
+    text = ("aikito: agent.toml: memory[0] = '../x.md' is not a valid reference: it has a "
+            "'..' component; expected a clean relative POSIX path below the workspace "
+            "memory/ directory (no empty, '.' or '..' component) — fix or remove this entry")
+    lines = wrap(text, 60, 2)
+    assert all(len(line) <= 60 for line in lines), lines
+    assert " ".join(line.strip() for line in lines) == text
+    # A quoted path is still kept whole, wherever it stands.
+    assert wrap("x " * 25 + "'/a b/c d'", 40)[-1].endswith("'/a b/c d'")
+
+
 def test_prose_and_other_words_still_wrap_anywhere() -> None:
     """Only the command of this tool is kept whole: ``aikito`` as a word of prose (``point
     aikito at it``) is not a command."""

@@ -126,9 +126,11 @@ HANGING = 4
 
 # A quoted argument holding a path (``'/a b/c'``, as ``shlex.quote`` writes it): its
 # spaces are not places to break a line.  Its quotes stand at the edges of a word, so the
-# apostrophes of ``project's … project's`` never make one.  Compiled on the first long
-# line ([§12]).
-_QUOTED_PATH = r"(?<!\w)'[^'\n]*/[^'\n]*'(?!\w)"
+# apostrophes of ``project's … project's`` never make one, nor the closing quote of one
+# quoted word and the opening quote of the next (``'..' component … memory/ … '.'``): an
+# opening quote starts the text or follows a space or an opening bracket, ``=`` or ``:``.
+# Compiled on the first long line ([§12]).
+_QUOTED_PATH = r"(?<![^\s(\[{=:])'[^'\n]*/[^'\n]*'(?!\w)"
 # A command of this tool that text names ([U2]: it pastes as one line): the program (as
 # it was called), ``--workspace`` and its value, the command words, then its arguments —
 # options, quoted arguments, paths (a word with ``/``, ``.`` or ``~``), placeholders
