@@ -302,9 +302,10 @@ class Record(Value, metaclass=_RecordMeta):
     (positional and keyword arguments, a ``TypeError`` for a missing, unknown or
     repeated one), and ``attrs``' ``FrozenInstanceError`` on any assignment or deletion.
     Methods and properties are kept; ``copy`` and ``pickle`` keep a record.  A record
-    derives from ``Record`` alone and is final: subclassing one is a ``TypeError``."""
+    derives from ``Record`` alone and is final: subclassing one is a ``TypeError``.
+    Like an ``attrs`` slotted class, a record can be referred to weakly."""
 
-    __slots__ = ()
+    __slots__ = ("__weakref__",)
 
     if not TYPE_CHECKING:  # to mypy, assigning an attribute no field names stays an error
         __setattr__ = _refuse_setattr

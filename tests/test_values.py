@@ -386,6 +386,18 @@ def test_every_value_class_is_frozen_and_slotted() -> None:
     assert vars(Record)["__setattr__"] is not object.__setattr__
 
 
+
+def test_a_record_can_be_referred_to_weakly_as_an_attrs_class_can() -> None:
+    """The values that were attrs classes (``Finding``, ``SyncResult``…) kept their
+    ``__weakref__`` slot when they became records; still no ``__dict__``."""
+    import weakref
+
+    from aikito_mem.model import Finding
+
+    finding = Finding("x.y", "warning", "m")
+    assert weakref.ref(finding)() is finding
+    assert not hasattr(finding, "__dict__")
+
 # -- an adversary's review ------------------------------------------------------------------
 
 
