@@ -209,7 +209,7 @@ def test_a_mutable_default_or_a_misplaced_field_is_refused() -> None:
             b: int  # type: ignore[misc]
 
     with pytest.raises(TypeError, match=r"Mixed: a record derives from Record only"):
-        class Mixed(Record, Exception):  # type: ignore[misc]  # mypy refuses it too
+        class Mixed(Record, Exception):  # type: ignore[misc, unused-ignore]
             a: int
 
     with pytest.raises(TypeError, match=r"Again: a record cannot be subclassed"):
