@@ -26,6 +26,7 @@ from aikito_mem.errors import ConfigError
 from aikito_mem.model import Action
 from aikito_mem.render.adopt import json_document
 from tests.helpers.cli import invoke
+from tests.helpers.programs import executable
 from tests.helpers.snapshots import changed, snapshot
 from tests.helpers.workspace import WS
 
@@ -884,9 +885,7 @@ def test_adopt_links_with_the_runs_environment(ws: WS) -> None:
     and home, as it validated and planned: an agent detected only on ``ENV``'s ``PATH``
     is no difference at verification, and ``~`` expands with ``ENV``'s home."""
     bin_dir = Path(ws.base) / "their-bin"
-    bin_dir.mkdir()
-    (bin_dir / "their-agent").write_text("#!/bin/sh\n")
-    (bin_dir / "their-agent").chmod(0o755)
+    executable(bin_dir, "their-agent")
     os.makedirs(f"{ws.root}/agents")
     Path(f"{ws.root}/agents/their-agent.toml").write_text(
         '[agents.their-agent]\nproject_instruction_path = ".their/AGENTS.md"\n'

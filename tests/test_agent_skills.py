@@ -17,6 +17,7 @@ from aikito_mem.config.registry_read import load_registry
 from aikito_mem.errors import ConfigError, StalePlanError, UnsafePlanError
 from aikito_mem.executor import guard
 from aikito_mem.model import Action, Operation, SegmentName
+from tests.helpers.programs import executable
 from tests.helpers.snapshots import snapshot
 from tests.helpers.workspace import WS
 
@@ -29,13 +30,6 @@ def agent(name: str, skills: str, command: str = "", path: str = "") -> str:
     return (f'[agents.{name}]\nproject_skills_path = "{skills}"\n\n'
             f'[agents.{name}.detect]\ncommands = {[command] if command else []}\n'
             f'paths = {[path] if path else []}\n').replace("'", '"')
-
-
-def fake_executable(directory: Path, name: str) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    exe = directory / name
-    exe.write_text("#!/bin/sh\nexit 0\n")
-    exe.chmod(0o755)
 
 
 def setup(ws: WS, skills: tuple[str, ...] = ("review", "lint")) -> str:
@@ -106,7 +100,7 @@ def test_detection_by_path_and_none_without_it(ws: WS, tmp_path: Path,
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     ws.project("demo").sync()
     assert not os.path.exists(f"{co}/.claude")
-    fake_executable(tmp_path / "bin", "claude")
+    executable(tmp_path / "bin", "claude")
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
     ws.project("demo").sync()
     assert sorted(os.listdir(f"{co}/.claude/skills")) == ["lint", "review"]

@@ -25,6 +25,7 @@ from aikito_mem.world import git as git_room
 from aikito_mem.world.git import Worktree, WorktreeAnswers
 from tests.helpers.cli import invoke
 from tests.helpers.gitrepo import git, init_repo, needs_git
+from tests.helpers.programs import executable
 from tests.helpers.workspace import WS
 
 pytestmark = needs_git
@@ -37,11 +38,8 @@ def asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[
     real = shutil.which("git")
     assert real is not None
     shim = tmp_path / "shim-bin"
-    shim.mkdir()
     log = tmp_path / "git.log"
-    script = shim / "git"
-    script.write_text(f'#!/bin/sh\nprintf \'%s\\n\' "$*" >> "{log}"\nexec "{real}" "$@"\n')
-    script.chmod(0o755)
+    executable(shim, "git", f'printf \'%s\\n\' "$*" >> "{log}"\nexec "{real}" "$@"\n')
     monkeypatch.setenv("PATH", f"{shim}{os.pathsep}{os.environ['PATH']}")
 
     def questions() -> list[str]:

@@ -17,6 +17,7 @@ from aikito_mem.cli import cli
 from aikito_mem.commands.doctor.checks import check_index, run
 from aikito_mem.commands.doctor.git import BEGIN
 from aikito_mem.commands.doctor.report import Check, DoctorReport
+from tests.helpers.programs import executable
 from tests.helpers.snapshots import snapshot
 
 HAS_GIT = shutil.which("git") is not None
@@ -430,10 +431,7 @@ def test_a_git_that_blocks_is_a_finding_for_its_checkout(
     import aikito_mem.world.git
 
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    fake = bin_dir / "git"
-    fake.write_text(FAKE_GIT)
-    fake.chmod(0o755)
+    executable(bin_dir, "git", FAKE_GIT)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("BLOCK_ON", question)
     monkeypatch.setattr(aikito_mem.world.git, "GIT_TIMEOUT", 0.2)

@@ -29,6 +29,7 @@ from aikito_mem.world import git as git_room
 from tests.helpers.audit import RECORDER
 from tests.helpers.cli import invoke
 from tests.helpers.gitrepo import git, init_repo, needs_git, status
+from tests.helpers.programs import executable
 from tests.helpers.snapshots import snapshot
 from tests.helpers.workspace import WS
 
@@ -268,9 +269,7 @@ def test_git_missing_failing_or_slow_is_untracked_with_one_finding(
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     if kind != "missing":
-        fake = bin_dir / "git"
-        fake.write_text(SLOW_GIT if kind == "hung" else FAILING_GIT)
-        fake.chmod(0o755)
+        executable(bin_dir, "git", SLOW_GIT if kind == "hung" else FAILING_GIT)
     monkeypatch.setenv("PATH", str(bin_dir))
     monkeypatch.setattr(git_room, "GIT_TIMEOUT", 0.3)
     code, doc = sync(ws)

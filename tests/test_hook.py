@@ -13,6 +13,7 @@ import pytest
 from aikito_mem.commands.hook import HOOK, HOOK_LINE
 from tests.helpers.cli import VENV_BIN, invoke
 from tests.helpers.gitrepo import git, git_env, init_repo, needs_git
+from tests.helpers.programs import executable
 from tests.helpers.snapshots import snapshot
 from tests.helpers.workspace import WS
 
@@ -64,11 +65,8 @@ def test_the_hook_runs_only_for_a_new_worktree(ws: WS, tmp_path: Path) -> None:
     co = repo_world(ws)
     assert invoke("hook", "install", co).exit_code == 0
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
     calls = tmp_path / "calls"
-    fake = bin_dir / "aikito"
-    fake.write_text(f"#!/bin/sh\necho \"$PWD $*\" >> '{calls}'\n")
-    fake.chmod(0o755)
+    executable(bin_dir, "aikito", f"echo \"$PWD $*\" >> '{calls}'\n")
     path = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
     git("branch", "other", cwd=co)
     assert git_with_aikito(ws, "checkout", "-q", "other", cwd=co, path=path).returncode == 0

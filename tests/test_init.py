@@ -22,6 +22,7 @@ from aikito_mem.config.catalogue import load_catalogue
 from aikito_mem.config.discovery import resolve_workspace
 from aikito_mem.errors import ConfigError
 from aikito_mem.render.init import json_document, text_lines
+from tests.helpers.programs import executable
 from tests.helpers.snapshots import snapshot
 
 
@@ -42,10 +43,7 @@ def made_workspace(home: str, **extra: str) -> str:
 
 def fake_executable(directory: Path, name: str) -> None:
     """An executable ``name`` in ``directory``: what detection finds on ``PATH``."""
-    directory.mkdir(parents=True, exist_ok=True)
-    exe = directory / name
-    exe.write_text("#!/bin/sh\nexit 0\n")
-    exe.chmod(0o755)
+    executable(directory, name)
 
 
 def detect_every_agent(home: str) -> None:

@@ -281,17 +281,25 @@ def test_G2_agents_skills_not_a_real_directory_blocks_the_skills_segment(w, what
     assert snapshot(w.co / ".agents/skills", w.tmp / "real") == before
 
 
-@needs_git
-def test_G2_a_skill_target_git_tracks_is_a_skip_tracked_by_git(w):
+def _committed_target_is_skipped(w, target: str, files: dict[str, str]) -> dict:
+    """[L1]: ``files`` committed in the checkout, ``target`` (relative) among them or
+    holding them: a SKIP "tracked by git", exit 0, the target byte- and inode-identical."""
     _world(w)
-    init_repo(w.co, {".agents/skills/alpha/SKILL.md": "# committed\n"})
-    before = snapshot(w.co / ".agents/skills")
+    init_repo(w.co, files)
+    before = snapshot(w.co / target)
     r, doc = w.jsync()
     assert r.rc == 0, r
-    (op,) = op_for(doc, w.co / ".agents/skills/alpha")
+    (op,) = op_for(doc, w.co / target)
     assert op["action"] == "SKIP" and op["reason"] == "tracked by git"
+    assert snapshot(w.co / target) == before
+    return doc
+
+
+@needs_git
+def test_G2_a_skill_target_git_tracks_is_a_skip_tracked_by_git(w):
+    doc = _committed_target_is_skipped(w, ".agents/skills/alpha",
+                                       {".agents/skills/alpha/SKILL.md": "# committed\n"})
     assert "git.tracked_target" in {f["code"] for f in doc["findings"]}
-    assert snapshot(w.co / ".agents/skills") == before
 
 
 # ------------------------------------------------------------------------------- [G3]
@@ -554,16 +562,9 @@ def test_G4_the_users_own_instruction_file_is_a_conflict_never_overwritten(w, wh
 
 @needs_git
 def test_G4_a_committed_instruction_file_is_a_skip_tracked_by_git_exit_0(w):
-    _world(w)
-    init_repo(w.co, {"AGENTS.md": "the repository's own\n"})
-    before = snapshot(w.co / "AGENTS.md")
-    r, doc = w.jsync()
-    assert r.rc == 0, r
-    (op,) = op_for(doc, w.co / "AGENTS.md")
-    assert op["action"] == "SKIP" and op["reason"] == "tracked by git"
+    doc = _committed_target_is_skipped(w, "AGENTS.md", {"AGENTS.md": "the repository's own\n"})
     tracked = [f for f in doc["findings"] if f["code"] == "git.tracked_target"]
     assert [f["severity"] for f in tracked] == ["warning"]
-    assert snapshot(w.co / "AGENTS.md") == before
     assert git("status", "--porcelain", "--", "AGENTS.md", cwd=w.co) == ""
 
 

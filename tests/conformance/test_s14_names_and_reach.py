@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conformance._support import W, assert_config_error, assert_schema, save_plan
+from tests.helpers.programs import executable
 from tests.helpers.snapshots import changed, snapshot
 
 # -- [H3] one rule for names --------------------------------------------------------------
@@ -223,10 +224,7 @@ def _detected_only_in(w: W) -> dict[str, str]:
     """An agent detected only by a command on a ``PATH`` the process does not have, and a
     home of its own: the environment handed to ``Project.load``."""
     bin_dir = w.tmp / "their-bin"
-    bin_dir.mkdir()
-    tool = bin_dir / "their-agent"
-    tool.write_text("#!/bin/sh\n")
-    tool.chmod(0o755)
+    executable(bin_dir, "their-agent")
     agents = w.ws / "agents"
     agents.mkdir()
     (agents / "their-agent.toml").write_text(
