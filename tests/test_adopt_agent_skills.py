@@ -25,7 +25,7 @@ from aikito_mem.commands.adopt import treemove
 from aikito_mem.executor import execute
 from aikito_mem.model import ABSENT, Action, Kind, Observed, Resource
 from aikito_mem.planner import agent_skills as planner_agent_skills
-from aikito_mem.views import AgentSkillsView
+from aikito_mem.views.agent_skills import AgentSkillsView
 from tests.helpers import adopt, mounts
 from tests.helpers.adopt import CLAUDE_SKILLS as CLAUDE
 from tests.helpers.adopt import LISTED_CONFIG as CONFIG

@@ -36,7 +36,7 @@ from aikito_mem.model import (
 )
 from aikito_mem.planner.clean import build_clean_plan, owner, place
 from aikito_mem.values import PlanKind, replace
-from aikito_mem.views import CleanCheckout
+from aikito_mem.views.clean import CleanCheckout
 from aikito_mem.world.observe import lstat_link, with_identity
 from tests.helpers.cli import invoke, one_json
 from tests.helpers.snapshots import changed, snapshot

@@ -96,7 +96,9 @@ def _assert_plain_sync(imported: set[str]) -> None:
             # [E4]: the guarded writes' room, for a plan that writes.
             "aikito_mem.executor.writer",
             # [A3]: Project.prepare's room, imported by its first call.
-            "aikito_mem.prepare"}
+            "aikito_mem.prepare",
+            # What a clean observed [L3], and a per-agent skills directory's view [N1].
+            "aikito_mem.views.clean", "aikito_mem.views.agent_skills"}
     assert not rare & imported, sorted(rare & imported)
     # What an in-sync run never shows or plans: a remedy's words (a conflict's, a foreign
     # entry's), the per-agent skills directories ([N1]: none in the registry), and the

@@ -30,12 +30,12 @@ from aikito_mem.planner import agent_skills as planner_agent_skills
 from aikito_mem.planner import instructions as planner_instructions
 from aikito_mem.planner import skills as planner_skills
 from aikito_mem.views import (
-    AgentSkillsView,
     CheckoutView,
     InstructionsView,
     InstructionTargetView,
     SkillsView,
 )
+from aikito_mem.views.agent_skills import AgentSkillsView
 from aikito_mem.world.segments import occupied_targets
 from tests.helpers.cli import invoke
 from tests.helpers.gitrepo import git, init_repo, needs_git, status

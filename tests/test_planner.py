@@ -607,8 +607,9 @@ def test_every_planner_module_imports_no_io_module() -> None:
 
     import aikito_mem.planner as package
 
-    for info in pkgutil.iter_modules(package.__path__):
-        module = __import__(f"aikito_mem.planner.{info.name}", fromlist=["_"])
+    names = ["", *(f".{info.name}" for info in pkgutil.iter_modules(package.__path__))]
+    for name in names:  # the package itself holds rules every planner reads
+        module = __import__(f"aikito_mem.planner{name}", fromlist=["_"])
         imported: set[str] = set()
         for node in ast.walk(ast.parse(inspect.getsource(module))):
             if isinstance(node, ast.ImportFrom) and node.module:
@@ -616,8 +617,10 @@ def test_every_planner_module_imports_no_io_module() -> None:
             elif isinstance(node, ast.Import):
                 imported.update(a.name for a in node.names)
         allowed = {"__future__", "posixpath", "collections", "collections.abc", "attrs",
+                   "typing",  # TYPE_CHECKING: a view named for the type checker only
                    "aikito_mem.model", "aikito_mem.views", "aikito_mem.values",
                    "aikito_mem.layout", "aikito_mem.planner",
                    "aikito_mem.config.names"}  # the pure name rules ([H3])
-        assert {m for m in imported if not m.startswith("aikito_mem.planner.")} <= allowed, \
-            info.name
+        assert {m for m in imported if not m.startswith(("aikito_mem.planner.",
+                                                         "aikito_mem.views."))} <= allowed, \
+            name

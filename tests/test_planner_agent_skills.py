@@ -21,7 +21,7 @@ from aikito_mem.model import (
     SegmentName,
 )
 from aikito_mem.planner.agent_skills import offline, plan_dir
-from aikito_mem.views import AgentSkillsView
+from aikito_mem.views.agent_skills import AgentSkillsView
 from tests.helpers.pure import load_planner
 
 WS = "/ws"

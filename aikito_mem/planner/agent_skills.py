@@ -26,7 +26,7 @@ from aikito_mem.model import (
     SegmentName,
 )
 from aikito_mem.planner.skills import table
-from aikito_mem.views import AgentSkillsView
+from aikito_mem.views.agent_skills import AgentSkillsView
 
 R_AGENT_SKILLS = "N1"
 R_OFFLINE = "G6"

@@ -11,6 +11,7 @@ then target path ([G6]).  Pure: no I/O happens here.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -35,12 +36,10 @@ from aikito_mem.model import (
 from aikito_mem.planner.checkout import offline_reason
 from aikito_mem.planner.memory import build_plan
 from aikito_mem.values import replace
-from aikito_mem.views import (
-    AgentSkillsView,
-    InstructionsView,
-    Observations,
-    SkillsView,
-)
+from aikito_mem.views import InstructionsView, Observations, SkillsView
+
+if TYPE_CHECKING:  # planned only when the registry names such a directory ([N1])
+    from aikito_mem.views.agent_skills import AgentSkillsView
 
 _FIRST, _SECOND, _LAST = SEGMENT_ORDER  # three segments: unpacking fails otherwise
 _CONFLICT, _UNLINK = Action.CONFLICT, Action.UNLINK

@@ -20,7 +20,7 @@ from aikito_mem.model import (
     Observed,
     Plan,
 )
-from aikito_mem.views import AgentSkillsView
+from aikito_mem.views.agent_skills import AgentSkillsView
 from aikito_mem.world.observe import Observer
 
 

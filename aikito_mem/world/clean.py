@@ -14,7 +14,7 @@ from __future__ import annotations
 from aikito_mem.errors import ConfigError
 from aikito_mem.layout import AGENTS_DIR, LEGACY_INSTRUCTIONS, MEMORY_DIR, SKILLS_DIR
 from aikito_mem.model import ABSENT, CheckoutState, Kind, Observed
-from aikito_mem.views import CleanCheckout
+from aikito_mem.views.clean import CleanCheckout
 from aikito_mem.world import checkouts
 from aikito_mem.world.checkouts import Slot
 from aikito_mem.world.observe import Observer

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from aikito_mem import fsutil
-from aikito_mem.config.registry import InstructionTarget, Registry, detected
 from aikito_mem.layout import (
     LEGACY_INSTRUCTIONS,
     MEMORY_DIR,
@@ -43,13 +43,18 @@ from aikito_mem.model import (
     SourceCheck,
 )
 from aikito_mem.views import (
-    AgentSkillsView,
     CheckoutView,
     InstructionsView,
     InstructionTargetView,
     SkillsView,
 )
 from aikito_mem.world.observe import Observer
+
+if TYPE_CHECKING:
+    # The registry's values are the caller's (this room only reads them, [G3]); a
+    # per-agent skills directory's view is built only when the registry names one ([N1]).
+    from aikito_mem.config.registry import Detect, InstructionTarget, Registry
+    from aikito_mem.views.agent_skills import AgentSkillsView
 
 
 def resolve_skills(skills: tuple[str, ...], workspace: str,
@@ -174,6 +179,14 @@ def instructions_view(
     if agents.kind is Kind.DIR:
         legacy = observer.look(f"{checkout}/{LEGACY_INSTRUCTIONS}", identity=False)
     return InstructionsView(tuple(views), legacy)
+
+
+def detected(detect: Detect | None, environ: Mapping[str, str], home: str | None) -> bool:
+    """The registry's detection of one agent ([G4]), its room imported when a target
+    first needs it (a run whose every target's directory exists never does)."""
+    from aikito_mem.config.registry import detected as registry_detected
+
+    return registry_detected(detect, environ, home)
 
 
 class Detection:

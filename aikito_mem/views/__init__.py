@@ -1,12 +1,17 @@
 """Frozen views observation hands the planner: what was found for each checkout, its
-skills directories and instruction targets, and the one :class:`Observations` of a
+skills directory and instruction targets, and the one :class:`Observations` of a
 planning pass (§13, [P5]).
 
 Nothing here performs I/O; every type is a frozen record
-(:class:`~aikito_mem.values.Record`) and every collection a tuple.
+(:class:`~aikito_mem.values.Record`) and every collection a tuple.  The views only a
+rarer run builds are in the package's modules, imported by the rooms of that run
+([§12]): :mod:`aikito_mem.views.agent_skills` (a per-agent skills directory, [N1]) and
+:mod:`aikito_mem.views.clean` (what a clean observed, [L3]).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from aikito_mem.model import (
     ABSENT,
@@ -19,6 +24,9 @@ from aikito_mem.model import (
     ResourceSet,
 )
 from aikito_mem.values import Record
+
+if TYPE_CHECKING:  # built only by a run whose registry has such directories ([N1])
+    from aikito_mem.views.agent_skills import AgentSkillsView
 
 
 class CheckoutView(Record):
@@ -39,36 +47,6 @@ class CheckoutView(Record):
     index_anchor: bool = False
 
 
-class CleanCheckout(Record):
-    """What observation found in one checkout candidate: the clean planner's input."""
-
-    label: str
-    path: str
-    state: CheckoutState
-    reason: str | None = None
-    root: Observed = ABSENT
-    agents: Observed = ABSENT
-    #: The entries of ``.agents`` (one level), by name, sorted.
-    agents_entries: tuple[tuple[str, Observed], ...] = ()
-    memory: Observed = ABSENT
-    #: Every entry under ``.agents/memory`` (recursive, never through links), sorted.
-    memory_entries: tuple[tuple[str, Observed], ...] = ()
-    skills: Observed = ABSENT
-    skills_entries: tuple[tuple[str, Observed], ...] = ()
-    #: Each instruction target of the registry (and the legacy ``.agents/AGENTS.md``
-    #: when ``.agents`` is a real directory): path relative to the checkout → what is
-    #: there (``ABSENT`` when a directory on the way is not a real directory).
-    targets: tuple[tuple[str, Observed], ...] = ()
-    #: The directories on the way to an instruction target or a per-agent skills
-    #: directory: relative path → (observation, names of its entries — listed only
-    #: where a link is held below).
-    parents: tuple[tuple[str, Observed, tuple[str, ...]], ...] = ()
-    #: Each per-agent skills directory of the registry ([N1], e.g. ``.claude/skills``):
-    #: relative path → what is there and, when a real directory, its entries (one
-    #: level).  The directories on the way to it are in :attr:`parents`.
-    agent_skills: tuple[tuple[str, Observed, tuple[tuple[str, Observed], ...]], ...] = ()
-
-
 class SkillsView(Record):
     """What observation found at ``.agents/skills`` of one active checkout ([G2])."""
 
@@ -76,25 +54,6 @@ class SkillsView(Record):
     root: Observed = ABSENT
     #: Its entries (one level: skill names are single components), by name, sorted.
     entries: tuple[tuple[str, Observed], ...] = ()
-
-
-class AgentSkillsView(Record):
-    """One per-agent skills directory of one active checkout, as observed ([N1])."""
-
-    #: Relative to the checkout root, e.g. ``.claude/skills``.
-    rel: str
-    #: The agents whose ``project_skills_path`` this is (sorted).
-    agents: tuple[str, ...] = ()
-    #: Whether any of them is detected on this machine (asked only when it matters: the
-    #: directory is missing and a skill would be linked there).
-    detected: bool = False
-    #: The directory itself (a symlink carries its literal).
-    root: Observed = ABSENT
-    #: Its entries (one level), by name, sorted — when it is a real directory.
-    entries: tuple[tuple[str, Observed], ...] = ()
-    #: Each ancestor directory, outermost first, up to the first one that is missing or
-    #: not a real directory.
-    parents: tuple[tuple[str, Observed], ...] = ()
 
 
 class InstructionTargetView(Record):
