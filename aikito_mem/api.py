@@ -101,6 +101,8 @@ def _moved_remedies(plan: Plan) -> Plan:
     """[L4]: a conflict over a link into another root that no longer holds a workspace
     names ``aikito sync --moved-from OLD`` as its remedy (one ``lstat`` per such root,
     only when there are such conflicts)."""
+    if not plan.blocked:  # no conflict to suggest a root: the [L4] rules are not imported
+        return plan
     from aikito_mem.planner.moved import moved_remedies, suggested_roots
 
     roots = suggested_roots(plan)

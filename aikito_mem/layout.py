@@ -119,6 +119,24 @@ def relink_path(rel: str) -> str:
     return f"{parent}/{relink_name(name)}" if parent else relink_name(name)
 
 
+def relink_target(rel: str) -> str | None:
+    """``rel`` (a relative path) with its last component's relink name undone, else
+    ``None``: the entry a relink's fresh link at ``rel`` stands for."""
+    parent, _, name = rel.rpartition("/")
+    base = relink_base(name)
+    if base is None:
+        return None
+    return f"{parent}/{base}" if parent else base
+
+
+def moved_literal(moved_from: str | None, workspace: str, source: str) -> str | None:
+    """[L4]: ``OLD`` + the remainder of ``source`` below ``workspace`` — the literal a link
+    to ``source`` had before the workspace moved from ``OLD``; ``None`` without it."""
+    if moved_from is None or not source.startswith(workspace + "/"):
+        return None
+    return moved_from.rstrip("/") + source[len(workspace):]
+
+
 def relink_base(name: str) -> str | None:
     """The entry a relink name belongs to (``.a.md.aikito-relink`` → ``a.md``), else
     ``None``."""

@@ -97,6 +97,9 @@ def _assert_plain_sync(imported: set[str]) -> None:
             "aikito_mem.executor.writer",
             # [A3]: Project.prepare's room, imported by its first call.
             "aikito_mem.prepare",
+            # [L4]: the rules of a moved workspace, for --moved-from or a conflict's
+            # remedy only (the relink's rule id is the planner package's).
+            "aikito_mem.planner.moved",
             # What a clean observed [L3], and a per-agent skills directory's view [N1].
             "aikito_mem.views.clean", "aikito_mem.views.agent_skills"}
     assert not rare & imported, sorted(rare & imported)

@@ -4,7 +4,7 @@ words of an offline one ([K1]–[K3], INV-MEM-08)."""
 from __future__ import annotations
 
 from aikito_mem.model import ABSENT, CheckoutState, Finding, Kind, Observed
-from aikito_mem.planner.checkout import finding_order, offline_reason, planned_state
+from aikito_mem.planner import finding_order, offline_reason, planned_state
 
 DIR = Observed(Kind.DIR, None, 1, 2)
 FILE = Observed(Kind.FILE, None, 1, 3)

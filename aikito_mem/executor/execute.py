@@ -35,7 +35,7 @@ from aikito_mem.model import (
     SyncResult,
 )
 from aikito_mem.outcome import segment_results
-from aikito_mem.planner.moved import R_MOVED
+from aikito_mem.planner import R_MOVED
 
 if TYPE_CHECKING:
     from aikito_mem.world.git import WorktreeAnswers

@@ -45,7 +45,7 @@ from aikito_mem.model import (
     PlannedTarget,
     SegmentName,
 )
-from aikito_mem.planner.checkout import finding_order, offline_reason, planned_state
+from aikito_mem.planner import finding_order, offline_reason, planned_state
 from aikito_mem.planner.memory import owns
 from aikito_mem.values import PlanKind
 from aikito_mem.views.clean import CleanCheckout

@@ -27,7 +27,13 @@ from __future__ import annotations
 
 import attrs
 
-from aikito_mem.layout import AGENTS_DIR, LEGACY_INSTRUCTIONS, relink_path, too_long
+from aikito_mem.layout import (
+    AGENTS_DIR,
+    LEGACY_INSTRUCTIONS,
+    moved_literal,
+    relink_path,
+    too_long,
+)
 from aikito_mem.model import (
     ABSENT,
     Action,
@@ -40,8 +46,8 @@ from aikito_mem.model import (
     PlannedTarget,
     SegmentName,
 )
+from aikito_mem.planner import R_MOVED
 from aikito_mem.planner.memory import owns
-from aikito_mem.planner.moved import R_MOVED, moved_literal
 from aikito_mem.planner.skills import R_TRACKED, TRACKED_REASON, is_tracked, tracked_finding
 from aikito_mem.views import InstructionsView, InstructionTargetView
 

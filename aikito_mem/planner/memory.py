@@ -21,7 +21,9 @@ from aikito_mem.layout import (
     literal_resolves_to,
     memory_source,
     memory_target,
+    moved_literal,
     owns,
+    relink_target,
 )
 from aikito_mem.model import (
     ABSENT,
@@ -38,8 +40,7 @@ from aikito_mem.model import (
     ResourceSet,
     SourceCheck,
 )
-from aikito_mem.planner.checkout import finding_order, offline_reason, planned_state
-from aikito_mem.planner.moved import R_MOVED, moved_literal, relink_target
+from aikito_mem.planner import R_MOVED, finding_order, offline_reason, planned_state
 from aikito_mem.views import CheckoutView
 
 __all__ = ["build_plan", "history", "literal_resolves_to", "owns"]

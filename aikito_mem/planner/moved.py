@@ -2,9 +2,10 @@
 
 After ``mv ~/aikito ~/ws`` every link still names the old root.  With ``--moved-from OLD``
 a link whose literal is byte-exactly ``OLD`` + the remainder of its canonical path
-(:func:`moved_literal`: the same resource, the old root) is owned: each planner plans it
-as a CREATE of rule ``L4`` whose recorded observation is the old link, reason "relinked
-from OLD", which the executor carries out as one atomic rename of a fresh symlink over it.
+(:func:`~aikito_mem.layout.moved_literal`: the same resource, the old root) is owned: each
+planner plans it as a CREATE of rule ``L4`` whose recorded observation is the old link,
+reason "relinked from OLD", which the executor carries out as one atomic rename of a
+fresh symlink over it.
 The fresh symlink is first made under the target's relink name
 (:func:`aikito_mem.layout.relink_name`), which every planner recognises: a leftover of a
 killed run is aikito's own and removed by the next run, so a kill never leaves clutter.
@@ -12,6 +13,12 @@ killed run is aikito's own and removed by the next run, so a kill never leaves c
 Without the flag, a link whose literal ends with its canonical remainder under another
 root (:func:`old_root`) stays a CONFLICT; when that root no longer exists its remedy names
 ``aikito sync --moved-from OLD`` (:func:`moved_remedies`).  No I/O happens here.
+
+The rules every run may read live where it already looks — the rule id
+:data:`~aikito_mem.planner.R_MOVED` in the planner package, the relink name and the old
+literal (:func:`~aikito_mem.layout.relink_target`, :func:`~aikito_mem.layout.moved_literal`)
+in :mod:`aikito_mem.layout` — and are re-exported here: this module is imported only by a
+run with ``--moved-from`` or a conflict ([§12]).
 """
 
 from __future__ import annotations
@@ -20,35 +27,18 @@ from collections.abc import Iterable
 
 import attrs
 
-from aikito_mem.layout import relink_base
+from aikito_mem.layout import moved_literal, relink_target
 from aikito_mem.model import Action, Kind, Observed, Plan
+from aikito_mem.planner import R_MOVED
 
-#: The rule id of a relink CREATE ([L4]): the one CREATE that renames over an entry.
-R_MOVED = "L4"
-
-
-def relink_target(rel: str) -> str | None:
-    """``rel`` (a relative path) with its last component's relink name undone, else
-    ``None``."""
-    parent, _, name = rel.rpartition("/")
-    base = relink_base(name)
-    if base is None:
-        return None
-    return f"{parent}/{base}" if parent else base
+__all__ = ["R_MOVED", "moved_literal", "moved_remedies", "normalise_old", "old_root",
+           "relink_target", "suggested_roots"]
 
 
 def normalise_old(old: str) -> str:
     """``OLD`` as the flag gives it, without trailing ``/`` (``/`` itself stays)."""
     stripped = old.rstrip("/")
     return stripped or "/"
-
-
-def moved_literal(moved_from: str | None, workspace: str, source: str) -> str | None:
-    """``OLD`` + the remainder of ``source`` below ``workspace``: the literal a link to
-    ``source`` had before the workspace moved; ``None`` without the flag."""
-    if moved_from is None or not source.startswith(workspace + "/"):
-        return None
-    return moved_from.rstrip("/") + source[len(workspace):]
 
 
 def old_root(observed: Observed, source: str | None, workspace: str) -> str | None:

@@ -33,7 +33,7 @@ from aikito_mem.model import (
     SegmentName,
     SourceCheck,
 )
-from aikito_mem.planner.checkout import offline_reason
+from aikito_mem.planner import offline_reason
 from aikito_mem.planner.memory import build_plan
 from aikito_mem.values import replace
 from aikito_mem.views import InstructionsView, Observations, SkillsView

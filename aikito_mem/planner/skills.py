@@ -13,6 +13,7 @@ from aikito_mem.config.names import entry_problem
 from aikito_mem.layout import (
     AGENTS_DIR,
     SKILLS_DIR,
+    moved_literal,
     relink_base,
     skill_source,
     skill_target,
@@ -28,8 +29,8 @@ from aikito_mem.model import (
     Resource,
     SegmentName,
 )
+from aikito_mem.planner import R_MOVED
 from aikito_mem.planner.memory import owns
-from aikito_mem.planner.moved import R_MOVED, moved_literal
 from aikito_mem.views import SkillsView
 
 R_SKILL = "G2"

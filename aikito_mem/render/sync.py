@@ -21,7 +21,7 @@ from aikito_mem.model import (
     SyncResult,
 )
 from aikito_mem.outcome import SyncReport, run_findings, segment_results
-from aikito_mem.planner.moved import R_MOVED
+from aikito_mem.planner import R_MOVED
 from aikito_mem.render.text import (
     Display,
     Output,
