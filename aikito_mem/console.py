@@ -9,6 +9,16 @@ tomllib"`` itself spends 10 M of its 234 M in it). So the entry point turns it o
 *before* it imports anything, and only then loads the command line. Reference counting
 still frees everything else at once.
 
+When the command has ended (its output written, its exit code raised as ``SystemExit``),
+the entry point freezes what is alive (``gc.freeze``): the interpreter's finalization
+collects all the same (``gc.disable`` does not stop it), and after the module teardown
+that means finding and freeing, object by object, the classes, functions and modules of
+click, attrs and the package — about 19 M instructions of a warm sync's 291 M. Frozen
+objects are left out of that collection; what reference counting does not free goes back
+to the system with the process. Nothing else of the exit changes: ``atexit`` handlers
+run, the standard streams are flushed, and the engine writes through file descriptors it
+closes itself.
+
 This module imports nothing at its top but :mod:`gc` (built into the interpreter), so
 that importing it is free; the API, a library in someone else's process, never imports it
 and never touches the host's collector.
@@ -21,9 +31,12 @@ import gc
 
 def main() -> None:
     gc.disable()
-    from aikito_mem.cli import main as run
+    try:
+        from aikito_mem.cli import main as run
 
-    run()
+        run()
+    finally:
+        gc.freeze()
 
 
 __all__ = ["main"]

@@ -276,6 +276,36 @@ def test_the_console_entry_turns_the_collector_off_before_any_import() -> None:
     assert proc.stdout.splitlines()[-1] == "[] [False] False", proc.stdout
 
 
+def test_the_console_entry_freezes_what_is_alive_when_the_command_ends() -> None:
+    """[§12]: when a command has ended, the console scripts' entry freezes what is alive,
+    so that the interpreter's finalization does not collect and free the run's objects
+    one by one; the exit is otherwise the same — the exit code, every line written and
+    flushed, the ``atexit`` handlers run — for a run that ends well and for a usage
+    error."""
+    code = ("import atexit, gc, sys\n"
+            "import aikito_mem.console as entry\n"
+            "atexit.register(lambda: print('atexit', gc.get_freeze_count() > 0))\n"
+            "sys.argv = ['aikito', *sys.argv[1:]]\n"
+            "assert gc.get_freeze_count() == 0\n"
+            "try:\n"
+            "    entry.main()\n"
+            "except SystemExit as exc:\n"
+            "    print('exit', exc.code, gc.get_freeze_count() > 0, gc.isenabled())\n"
+            "    raise\n")
+    version = subprocess.run([sys.executable, "-c", code, "--version"],
+                             capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert version.returncode == 0, version.stderr
+    from aikito_mem import __version__
+
+    assert version.stdout.splitlines() == [f"aikito {__version__} (aikito_mem)",
+                                           "exit 0 True False", "atexit True"], version.stdout
+    usage = subprocess.run([sys.executable, "-c", code, "syncc"],
+                           capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert usage.returncode == 2, usage.stderr
+    assert usage.stdout.splitlines() == ["exit 2 True False", "atexit True"], usage.stdout
+    assert "Error: No such command 'syncc'." in usage.stderr, usage.stderr
+
+
 def test_the_api_leaves_the_collector_alone(ws: WS) -> None:
     """Imported as a library, nothing of the package touches the host's collector."""
     _memory_project(ws)
