@@ -6,6 +6,7 @@ name — are answered with the command meant."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 import pytest
@@ -87,6 +88,34 @@ def test_a_usage_error_fits_a_narrow_terminal(args: list[str]) -> None:
     error = res.stderr.split("Error: ", 1)[1]
     assert all(len(line) <= 30 for line in f"Error: {error}".splitlines()), res.stderr
     assert args[0] in " ".join(error.split())
+
+
+def test_sync_with_its_subcommand_first_parses_none_of_its_own_options(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """[§12]: ``aikito sync project …`` gives ``sync`` itself no option (a group's
+    options end at its first argument), so click processes none of them — only the help
+    option, as in every parse; given before ``project``, every one is processed ([U1])."""
+    from aikito_mem.cli.sync import sync
+
+    processed: list[tuple[str | None, str | None]] = []
+    real = click.Parameter.handle_parse_result
+
+    def spy(self: click.Parameter, ctx: click.Context, opts: Any, args: list[str]) -> Any:
+        processed.append((ctx.info_name, self.name))
+        return real(self, ctx, opts, args)
+
+    monkeypatch.setattr(click.Parameter, "handle_parse_result", spy)
+
+    def own(*args: str) -> set[str | None]:
+        processed.clear()
+        res = CliRunner().invoke(cli, [*args, "--help"], catch_exceptions=False)
+        assert res.exit_code == 0, res.output
+        return {name for command, name in processed if command == "sync"}
+
+    assert own("sync", "project") == {"_untranslated_help"}
+    everything = {param.name for param in sync.params} | {"_untranslated_help"}
+    assert own("sync", "--dry-run", "project") == everything
+    assert own("sync", "--", "project") == everything
 
 
 def test_options_of_sync_before_project_mean_the_same_after_it(ws: WS) -> None:

@@ -68,7 +68,31 @@ def display_for(as_json: bool, color: bool | None, *, verbose: bool = False,
 
 class SyncGroup(FullSummaries):
     """``aikito sync``: alone, every project; ``aikito sync NAME`` (a NAME that is no
-    subcommand) is a usage error that names the command meant."""
+    subcommand) is a usage error that names the command meant.
+
+    ``aikito sync SUBCOMMAND …`` parses none of the group's own options ([§12]): a
+    group's options end at its first argument, so with the subcommand first each would
+    only take its default — read by the group alone, which then has nothing to do; the
+    subcommand takes from the group only what was given there ([U1], :func:`inherited`).
+    Its help option stays (click processes it in every parse)."""
+
+    #: The context being parsed with its subcommand first (see :meth:`parse_args`).
+    _subcommand_first: click.Context | None = None
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if (args and args[0] in self.commands and not ctx.resilient_parsing
+                and ctx.default_map is None and ctx.auto_envvar_prefix is None):
+            self._subcommand_first = ctx
+        try:
+            return super().parse_args(ctx, args)
+        finally:
+            self._subcommand_first = None
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        if ctx is self._subcommand_first:
+            help_option = self.get_help_option(ctx)
+            return [help_option] if help_option is not None else []
+        return super().get_params(ctx)
 
     def resolve_command(self, ctx: click.Context, args: list[str]
                         ) -> tuple[str | None, click.Command | None, list[str]]:
@@ -169,11 +193,18 @@ def inherited(ctx: click.Context, values: dict[str, Any]) -> dict[str, Any]:
 @color_option
 @force_option
 @click.pass_context
-def sync(ctx: click.Context, dry_run: bool, check: bool, as_json: bool,
-         moved_from: str | None, lock_timeout: float, verbose: bool, quiet: bool,
-         color: bool | None) -> None:
+def sync(ctx: click.Context, /, **options: Any) -> None:
     if ctx.invoked_subcommand is not None:
-        return  # the subcommand reads the options given here ([U1])
+        # The subcommand reads the options given here ([U1]); with the subcommand
+        # first, none was parsed (SyncGroup.parse_args).
+        return
+    _sync_all(ctx, **options)
+
+
+def _sync_all(ctx: click.Context, dry_run: bool, check: bool, as_json: bool,
+              moved_from: str | None, lock_timeout: float, verbose: bool, quiet: bool,
+              color: bool | None) -> None:
+    """``aikito sync`` alone: every project."""
     if verbose and quiet:
         raise click.UsageError("-v and -q cannot be combined", ctx)
     from aikito_mem.cli.sync_all import run_all
