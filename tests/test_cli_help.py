@@ -5,7 +5,10 @@ name — are answered with the command meant."""
 
 from __future__ import annotations
 
+import ast
 import json
+import subprocess
+import sys
 from typing import Any
 
 import click
@@ -93,8 +96,8 @@ def test_a_usage_error_fits_a_narrow_terminal(args: list[str]) -> None:
 def test_sync_with_its_subcommand_first_parses_none_of_its_own_options(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """[§12]: ``aikito sync project …`` gives ``sync`` itself no option (a group's
-    options end at its first argument), so click processes none of them — only the help
-    option, as in every parse; given before ``project``, every one is processed ([U1])."""
+    options end at its first argument), so click processes none of them, its help option
+    neither; given before ``project``, every one is processed ([U1])."""
     from aikito_mem.cli.sync import sync
 
     processed: list[tuple[str | None, str | None]] = []
@@ -112,10 +115,47 @@ def test_sync_with_its_subcommand_first_parses_none_of_its_own_options(
         assert res.exit_code == 0, res.output
         return {name for command, name in processed if command == "sync"}
 
-    assert own("sync", "project") == {"_untranslated_help"}
+    assert own("sync", "project") == set()
     everything = {param.name for param in sync.params} | {"_untranslated_help"}
     assert own("sync", "--dry-run", "project") == everything
     assert own("sync", "--", "project") == everything
+
+
+def test_a_sync_project_run_makes_none_of_the_sync_groups_own_options(ws: WS) -> None:
+    """[§12]: the options of ``aikito sync`` itself are made when something reads them
+    (a help, a usage error, completion, a parse with one of them before ``project``): a
+    ``sync project`` run makes each option once, for ``project``; ``sync --help`` makes
+    them for the group too."""
+    ws.write_config("demo", memory=[], paths=[])
+    code = ("import collections, sys\n"
+            "import click\n"
+            "made = collections.Counter()\n"
+            "real = click.Option.__init__\n"
+            "def spy(self, *args, **kwargs):\n"
+            "    real(self, *args, **kwargs)\n"
+            "    made[self.name] += 1\n"
+            "click.Option.__init__ = spy\n"
+            "from aikito_mem.cli import cli\n"
+            "try:\n"
+            "    cli(sys.argv[1:], prog_name='aikito')\n"
+            "except SystemExit:\n"
+            "    pass\n"
+            "print(sorted(made.items()))\n")
+
+    def made(*args: str) -> dict[str, int]:
+        proc = subprocess.run([sys.executable, "-c", code, "--workspace", ws.root, *args],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return dict(ast.literal_eval(proc.stdout.splitlines()[-1]))
+
+    from aikito_mem.cli.sync import sync
+
+    shared = {param.name for param in sync.params if param.name is not None}
+    once = made("sync", "project", "demo", "--check")
+    assert shared <= set(once), sorted(shared - set(once))
+    assert all(once[name] == 1 for name in shared), once
+    helped = made("sync", "--help")
+    assert all(helped[name] == 2 for name in shared), helped
 
 
 def test_options_of_sync_before_project_mean_the_same_after_it(ws: WS) -> None:

@@ -70,14 +70,30 @@ class SyncGroup(FullSummaries):
     """``aikito sync``: alone, every project; ``aikito sync NAME`` (a NAME that is no
     subcommand) is a usage error that names the command meant.
 
-    ``aikito sync SUBCOMMAND …`` parses none of the group's own options ([§12]): a
-    group's options end at its first argument, so with the subcommand first each would
-    only take its default — read by the group alone, which then has nothing to do; the
-    subcommand takes from the group only what was given there ([U1], :func:`inherited`).
-    Its help option stays (click processes it in every parse)."""
+    ``aikito sync SUBCOMMAND …`` parses none of the group's own options and makes none
+    ([§12]): a group's options end at its first argument, so with the subcommand first
+    each of them — the help option too — would only take its default, read by the group
+    alone, which then has nothing to do; the subcommand takes from the group only what
+    was given there ([U1], :func:`inherited`).  They (:data:`OWN_OPTIONS`) are made the
+    first time :attr:`params` is read: by any other parse, a help, a usage error, the
+    shell's completion."""
 
     #: The context being parsed with its subcommand first (see :meth:`parse_args`).
     _subcommand_first: click.Context | None = None
+    #: Whether :data:`OWN_OPTIONS` are still to be made.
+    _unmade = True
+
+    @property
+    def params(self) -> list[click.Parameter]:
+        if self._unmade:
+            self._unmade = False
+            for option in OWN_OPTIONS:
+                option(self)  # click appends the option it makes to the group's params
+        return self._params
+
+    @params.setter
+    def params(self, params: list[click.Parameter]) -> None:
+        self._params = params
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if (args and args[0] in self.commands and not ctx.resilient_parsing
@@ -90,8 +106,7 @@ class SyncGroup(FullSummaries):
 
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:
         if ctx is self._subcommand_first:
-            help_option = self.get_help_option(ctx)
-            return [help_option] if help_option is not None else []
+            return []
         return super().get_params(ctx)
 
     def resolve_command(self, ctx: click.Context, args: list[str]
@@ -178,25 +193,31 @@ def inherited(ctx: click.Context, values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: The options of ``aikito sync`` itself, in the order its help lists them: made by
+#: :attr:`SyncGroup.params` when first read.
+OWN_OPTIONS = (
+    click.option("--dry-run", is_flag=True, help="Plan every project and print; write nothing."),
+    click.option("--check", is_flag=True,
+                 help="Dry run; exit 7 when some project has changes pending."),
+    json_option("aikito.sync-all/1"),
+    moved_from_option,
+    lock_timeout_option,
+    verbose_option,
+    click.option("-q", "--quiet", is_flag=True,
+                 help="Print only conflicts, summaries and what was done."),
+    color_option,
+    force_option,
+)
+
+
 @click.group(cls=SyncGroup, invoke_without_command=True, help=SYNC_ALL_HELP,
              short_help="Synchronise runtime links: one project, or every project.",
              epilog=SYNC_ALL_EPILOG)
-@click.option("--dry-run", is_flag=True, help="Plan every project and print; write nothing.")
-@click.option("--check", is_flag=True,
-              help="Dry run; exit 7 when some project has changes pending.")
-@json_option("aikito.sync-all/1")
-@moved_from_option
-@lock_timeout_option
-@verbose_option
-@click.option("-q", "--quiet", is_flag=True,
-              help="Print only conflicts, summaries and what was done.")
-@color_option
-@force_option
 @click.pass_context
 def sync(ctx: click.Context, /, **options: Any) -> None:
     if ctx.invoked_subcommand is not None:
         # The subcommand reads the options given here ([U1]); with the subcommand
-        # first, none was parsed (SyncGroup.parse_args).
+        # first, none was parsed (SyncGroup).
         return
     _sync_all(ctx, **options)
 
