@@ -227,7 +227,7 @@ class Project:
         """One plan of every segment (§13): one observation pass, then the planner
         ([G6]); ``agent`` limits the instruction targets to that agent's ([A3]);
         ``moved_from`` relinks links into the workspace's old root ([L4])."""
-        from aikito_mem.world.project import observe_project
+        from aikito_mem.world import observe_project
 
         home = self._home()
         # Planning writes nothing: a signal ends it at once ([E5]).

@@ -566,9 +566,8 @@ def test_one_observation_pass_then_a_planner_without_io(ws: Workspace) -> None:
     import os
 
     from aikito_mem.planner.project import plan_project
-    from aikito_mem.world import checkouts
+    from aikito_mem.world import checkouts, observe_project
     from aikito_mem.world.observe import Observer
-    from aikito_mem.world.project import observe_project
 
     ws.add_file("team/a.md")
     ws.add_skill("review")

@@ -235,7 +235,7 @@ def test_the_observing_pass_loads_what_load_registry_loads(tmp_path, shape):
     (the reader is imported only for files, [§12]): the same registry, or the same error,
     as :func:`load_registry` in every shape of ``agents/``."""
     from aikito_mem.config.registry import EMPTY_REGISTRY, agent_files, listed_registry
-    from aikito_mem.world.project import load_registry as observed_registry
+    from aikito_mem.world import load_registry as observed_registry
 
     agents = tmp_path / "agents"
     if shape == "a file":

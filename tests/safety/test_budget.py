@@ -94,7 +94,7 @@ def _segments_ws(ws: WS, *, checkouts: int, skills: int, targets: bool, refs: in
 
 
 def _warm_segments(ws: WS, monkeypatch: pytest.MonkeyPatch, **kw: object) -> _Counts:
-    import aikito_mem.world.project as project_mod
+    import aikito_mem.world as project_mod
     import aikito_mem.world.segments as segments_mod
 
     _segments_ws(ws, home=ws.home, **kw)  # type: ignore[arg-type]
