@@ -623,3 +623,30 @@ def test_every_planner_module_imports_no_io_module() -> None:
         assert {m for m in imported if not m.startswith(("aikito_mem.planner.",
                                                          "aikito_mem.views."))} <= allowed, \
             name
+
+
+def test_a_memory_only_plan_is_in_segment_checkout_target_order(ws: Workspace) -> None:
+    """[G6] [P4]: a project without skills or instruction targets keeps the memory plan's
+    own order — checkouts as planned, each by target, an UNLINK first — which is the order
+    the project planner sorts every plan into (it does not sort it again), and its
+    source checks are the memory plan's, one per path, sorted."""
+    import os
+
+    for name in ("b.md", "a.md", "team/c.md"):
+        ws.add_file(name)
+    ws.add_notes("demo")
+    first, second = ws.checkout("first"), ws.checkout("second")
+    ws.write_config("demo", memory=["b.md", "team/c.md", "a.md"],
+                    paths=[second, f"{ws.root}-gone", first])
+    ws.project("demo").sync()
+    os.symlink(f"{ws.root}/memory/gone.md", f"{first}/.agents/memory/gone.md")  # stale
+    os.unlink(f"{second}/.agents/memory/a.md")  # a CREATE
+    plan = ws.project("demo").plan()
+    index = {co.path: i for i, co in enumerate(plan.checkouts)}
+    assert len(index) == len(plan.checkouts) == 3
+    order = sorted(plan.operations, key=lambda op: (index[op.checkout], op.target,
+                                                    op.action is not Action.UNLINK))
+    assert list(plan.operations) == order
+    assert {op.action for op in plan.operations} == {Action.NOOP, Action.CREATE,
+                                                     Action.UNLINK, Action.SKIP}
+    assert [c.path for c in plan.sources] == sorted({c.path for c in plan.sources})

@@ -54,9 +54,16 @@ def _invalid(co: CheckoutPlan, segment: SegmentName) -> Operation:
     )
 
 
-def _sort(ops: list[Operation], index: Mapping[str, int]) -> None:
+def _sort(ops: list[Operation], index: Mapping[str, int], plan: Plan) -> None:
     """[G6]: by segment, checkout order, target path, an UNLINK first.  The segment's
-    place is told by identity: an enum's hash is a Python call, once per operation."""
+    place is told by identity: an enum's hash is a Python call, once per operation.
+
+    Only the memory plan's own operations (``plan``'s, no segment added) and each
+    checkout path once: they are in that order already — one segment, the checkouts in
+    plan order, each by target ([P4], :func:`~aikito_mem.planner.memory.build_plan`) —
+    and are left as they are."""
+    if len(ops) == len(plan.operations) and len(index) == len(plan.checkouts):
+        return
     last = len(index)
 
     def order(op: Operation) -> tuple[int, int, str, bool]:
@@ -84,7 +91,10 @@ def tracked_conflict(op: Operation, config_path: str) -> Operation:
 def _with_skill_sources(sources: tuple[SourceCheck, ...], skills: tuple[Resource, ...],
                         ops: list[Operation]) -> tuple[SourceCheck, ...]:
     """The plan's source checks plus every selected skill's, by identity for a skill the
-    plan links ([P5])."""
+    plan links ([P5]); without a selected skill, the memory plan's own (one per path,
+    sorted, as :func:`~aikito_mem.planner.memory.build_plan` makes them)."""
+    if not skills:
+        return sources
     by_path = {c.path: c for c in sources}
     skills_segment, create = SegmentName.SKILLS, Action.CREATE  # looked up once
     linked = {op.resource for op in ops
@@ -275,7 +285,7 @@ def add_segments(
                 dirs.setdefault(rel, obs)
         relied = tuple(sorted(dirs.items()))
         checkouts.append(co if relied == co.dirs else replace(co, dirs=relied))
-    _sort(ops, index)
+    _sort(ops, index, plan)
     return attrs.evolve(
         plan,
         operations=tuple(ops),
