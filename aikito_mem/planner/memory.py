@@ -375,8 +375,8 @@ def _plan_checkout(
     state = planned_state(view.state, view.root)
     if state is CheckoutState.OFFLINE:
         path, reason = view.path, f"checkout offline: {offline_reason(view.reason)}"
-        ops = [Operation(Action.SKIP, R_OFFLINE, path, memory_target(path, res.rel), reason,
-                         res.name, res.source)
+        skip, base = Action.SKIP, memory_target(path, "")  # looked up once, not per resource
+        ops = [Operation(skip, R_OFFLINE, path, base + res.rel, reason, res.name, res.source)
                for res in resources.resources]
     elif state is CheckoutState.INVALID:
         ops.append(_checkout_conflict(view, "", view.root, "a directory")

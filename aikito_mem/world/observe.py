@@ -50,6 +50,9 @@ _KINDS = {
 
 
 _OTHER = Kind.OTHER
+#: The members read once per entry and per path, looked up once: reading a member off
+#: its enum class is slow (the class's metaclass is asked first).
+_LINK, _FILE, _DIR = Kind.LINK, Kind.FILE, Kind.DIR
 
 
 def kind_of(mode: int) -> Kind:
@@ -72,7 +75,7 @@ def lstat(path: str, *, dir_fd: int | None = None) -> Observed:
 def lstat_link(path: str, *, dir_fd: int | None = None) -> Observed:
     """Like :func:`lstat` but with the literal of a symlink."""
     obs = lstat(path, dir_fd=dir_fd)
-    if obs.kind is Kind.LINK:
+    if obs.kind is _LINK:
         try:
             literal = os.readlink(path, dir_fd=dir_fd)
         except (FileNotFoundError, NotADirectoryError):
@@ -81,7 +84,7 @@ def lstat_link(path: str, *, dir_fd: int | None = None) -> Observed:
             if exc.errno == errno.EINVAL:
                 return lstat(path, dir_fd=dir_fd)
             raise
-        return Observed(Kind.LINK, literal, obs.dev, obs.ino)
+        return Observed(_LINK, literal, obs.dev, obs.ino)
     return obs
 
 
@@ -122,7 +125,7 @@ def generation(path: str, *, dir_fd: int | None = None) -> int | None:
 
 def with_identity(path: str, obs: Observed, *, dir_fd: int | None = None) -> Observed:
     """``obs`` plus the generation number, for files and directories."""
-    if obs.kind not in (Kind.FILE, Kind.DIR):
+    if obs.kind not in (_FILE, _DIR):
         return obs
     return Observed(obs.kind, obs.literal, obs.dev, obs.ino, generation(path, dir_fd=dir_fd))
 
@@ -174,9 +177,9 @@ class Observer:
         """Cached :meth:`lstat` plus the literal of a link, or (``identity``) the
         identity of a directory."""
         obs = self.lstat(path)
-        if obs.kind is Kind.LINK:
-            return Observed(Kind.LINK, self.readlink(path), obs.dev, obs.ino)
-        if identity and obs.kind is Kind.DIR:
+        if obs.kind is _LINK:
+            return Observed(_LINK, self.readlink(path), obs.dev, obs.ino)
+        if identity and obs.kind is _DIR:
             return self.identity(path, obs)
         return obs
 
@@ -190,7 +193,7 @@ class Observer:
             prel = "/".join(parts[:i])
             obs = self.look(f"{root}/{prel}")
             out.append((prel, obs))
-            if obs.kind is not Kind.DIR:
+            if obs.kind is not _DIR:
                 break
         return tuple(out)
 
@@ -222,7 +225,7 @@ class Observer:
         except (FileNotFoundError, NotADirectoryError):
             return ()
         stack: list[tuple[int, str, int, Iterator[os.DirEntry[str]]]] = []
-        entry_of, listing, append, DIR = self._entry, self._listing, out.append, Kind.DIR
+        entry_of, listing, append, DIR = self._entry, self._listing, out.append, _DIR
         try:
             # Each descriptor is on the stack before it is listed, so a failing listing
             # closes it too (the ``finally`` below).
@@ -270,9 +273,9 @@ class Observer:
         try:
             if entry.is_symlink():
                 self.calls += 1
-                return Observed(Kind.LINK, os.readlink(name, dir_fd=fd), dev, entry.inode())
+                return Observed(_LINK, os.readlink(name, dir_fd=fd), dev, entry.inode())
             if entry.is_file(follow_symlinks=False):
-                return Observed(Kind.FILE, None, dev, entry.inode())
+                return Observed(_FILE, None, dev, entry.inode())
             self.calls += 1
             st = entry.stat(follow_symlinks=False)
         except OSError as exc:
@@ -280,7 +283,7 @@ class Observer:
                 return None
             raise
         obs = from_stat(st)
-        if obs.kind is Kind.DIR and self._is_mount(st, dev, entry.inode(),
+        if obs.kind is _DIR and self._is_mount(st, dev, entry.inode(),
                                                    f"{root}/{prefix}{name}"):
             return Observed(Kind.MOUNT, None, st.st_dev, st.st_ino)
         return obs

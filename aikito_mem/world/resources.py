@@ -26,6 +26,9 @@ from aikito_mem.world.observe import Observer
 
 #: A directory on the way to a source, by type alone (one shared value for every check).
 _ON_THE_WAY = Observed(Kind.DIR)
+#: Read once per component of every source: looked up once (reading a member off its
+#: enum class is slow).
+_LINK, _ABSENT, _DIR, _FILE = Kind.LINK, Kind.ABSENT, Kind.DIR, Kind.FILE
 
 
 def _within(path: str, root: str) -> bool:
@@ -124,19 +127,19 @@ class SourceWalker:
                 obs: Observed | None = lstat(physical)
             except OSError:
                 obs = None
-            if obs is None or obs.kind is Kind.LINK or obs.kind is Kind.ABSENT:
+            if obs is None or obs.kind is _LINK or obs.kind is _ABSENT:
                 # The component's every other case, from the same cached observation.
                 problem, missing, obs, physical = self._step(root, path, physical,
                                                              real_root, checks)
                 if problem is not None:
                     return problem, missing, tuple(checks)
             if i < last:
-                if obs.kind is not Kind.DIR:
+                if obs.kind is not _DIR:
                     return (f"source {path} does not exist ({physical} is {obs.describe()})",
                             True, tuple(checks))
                 checks.append(SourceCheck(physical, _ON_THE_WAY))
                 continue
-            if obs.kind is Kind.DIR or (obs.kind is Kind.FILE and not dir_only):
+            if obs.kind is _DIR or (obs.kind is _FILE and not dir_only):
                 checks.append(SourceCheck(physical, obs))
                 return None, False, tuple(checks)
             expected = "a directory" if dir_only else "a regular file or a directory"

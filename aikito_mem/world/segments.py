@@ -238,14 +238,15 @@ def occupied_targets(
     ones git is asked about ([L1])."""
     out: dict[str, list[str]] = {}
     desired = [r for r in resources.resources if not r.shadowed]
+    active, link, directory = CheckoutState.ACTIVE, Kind.LINK, Kind.DIR  # looked up once
     for view in views:  # memory: a desired target holding something not owned
-        if view.state is not CheckoutState.ACTIVE or view.memory.kind is not Kind.DIR:
+        if view.state is not active or view.memory.kind is not directory:
             continue
         entries = dict(view.entries)
         base = f"{view.path}/{MEMORY_DIR}"
         for res in desired:
             obs = entries.get(res.rel)
-            if obs is None or (obs.kind is Kind.LINK and obs.literal == res.source):
+            if obs is None or (obs.kind is link and obs.literal == res.source):
                 continue  # nothing there, or a link naming its source byte for byte ([O1])
             sources = (res.source, *resources.notes_history) if res.is_notes else (
                 res.source,)
