@@ -8,8 +8,9 @@ document.
 
 from __future__ import annotations
 
-import enum
 from typing import Any
+
+from aikito_mem.values import StrWords
 
 #: Stable exit codes (SPEC §9).  Keep in sync with the README table.
 EXIT_OK = 0
@@ -196,7 +197,7 @@ def exit_code_for(error: BaseException) -> int:
     return EXIT_FAILED
 
 
-class Outcome(enum.StrEnum):
+class Outcome(StrWords):
     """How a sync, a dry run or an apply ended: the ``outcome`` word of its JSON document
     (SPEC §9).  A ``str`` enum, so it compares equal to the bare words used elsewhere."""
 

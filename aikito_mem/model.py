@@ -9,16 +9,15 @@ around (and saved) without anyone being able to change what it was planned again
 
 from __future__ import annotations
 
-import enum
 from typing import Any
 
 import attrs
 from attrs import frozen
 
-from aikito_mem.values import PlanKind, Record, Value
+from aikito_mem.values import PlanKind, Record, StrWords, Value, Words
 
 
-class Action(enum.Enum):
+class Action(Words):
     """The closed set of things a plan can say about one runtime path ([P1])."""
 
     CREATE = "CREATE"
@@ -28,7 +27,7 @@ class Action(enum.Enum):
     SKIP = "SKIP"
 
 
-class Kind(enum.Enum):
+class Kind(Words):
     """What ``lstat`` found at a path."""
 
     ABSENT = "absent"
@@ -45,7 +44,7 @@ class Kind(enum.Enum):
     MOUNT = "mount point"
 
 
-class Status(enum.Enum):
+class Status(Words):
     """What became of one operation ([E5], SPEC §9)."""
 
     PLANNED = "planned"
@@ -56,13 +55,13 @@ class Status(enum.Enum):
     SKIPPED = "skipped"
 
 
-class CheckoutState(enum.Enum):
+class CheckoutState(Words):
     ACTIVE = "active"
     OFFLINE = "offline"
     INVALID = "invalid"
 
 
-class SegmentName(enum.Enum):
+class SegmentName(Words):
     """The engines of one project sync, in execution order ([E8], §13)."""
 
     SKILLS = "skills"
@@ -383,7 +382,7 @@ class ResourceSet(Record):
 # -- skills and project instructions (§13) -----------------------------------------------
 
 
-class InstructionState(enum.Enum):
+class InstructionState(Words):
     """What ``<ws>/projects/<p>/AGENTS.md`` is, as far as a sync may know ([G3])."""
 
     ABSENT = "absent"
@@ -404,7 +403,7 @@ class InstructionSource(Record):
     checks: tuple[SourceCheck, ...] = ()
 
 
-class Severity(enum.StrEnum):
+class Severity(StrWords):
     """How serious a finding or a doctor check is.  A ``str`` enum: ``Finding.severity``
     may hold the bare word or the member alike."""
 

@@ -18,7 +18,6 @@ Both return frozen reports (rendered by :mod:`aikito_mem.render.agents`); errors
 
 from __future__ import annotations
 
-import enum
 import os
 from collections.abc import Mapping, Sequence
 
@@ -29,6 +28,7 @@ from aikito_mem.config.registry import AgentEntry, Detect, Registry
 from aikito_mem.errors import AikitoError, ConfigError
 from aikito_mem.layout import AGENTS_ROOT, agents_root
 from aikito_mem.model import Finding
+from aikito_mem.values import Words
 
 __all__ = [
     "AddStatus",
@@ -74,7 +74,7 @@ class AgentsReport:
         return 0 if self.error is None else self.error.exit_code
 
 
-class AddStatus(enum.Enum):
+class AddStatus(Words):
     CREATED = "created"
     EXISTED = "existed"
     #: A dry run's "would create" (and, in a failed run's report, "not created").

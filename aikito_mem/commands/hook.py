@@ -22,7 +22,6 @@ Plain values in, a frozen :class:`HookReport` out; git is asked through
 from __future__ import annotations
 
 import contextlib
-import enum
 import errno
 import os
 import stat
@@ -31,6 +30,7 @@ import attrs
 
 from aikito_mem import fsutil, signals
 from aikito_mem.errors import EXIT_CONFLICT, EXIT_OK, AikitoError, ConfigError, exit_code_for
+from aikito_mem.values import Words
 
 HOOK_NAME = "post-checkout"
 #: Largest hook file read to compare it (bytes).
@@ -61,12 +61,12 @@ exit 0
 """
 
 
-class HookAction(enum.Enum):
+class HookAction(Words):
     INSTALL = "install"
     UNINSTALL = "uninstall"
 
 
-class HookOutcome(enum.Enum):
+class HookOutcome(Words):
     """What became of the hook."""
 
     CREATED = "created"

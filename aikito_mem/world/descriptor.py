@@ -28,7 +28,6 @@ pays for it.  :func:`has_memory_block` is the sync's cheap check, without YAML.
 
 from __future__ import annotations
 
-import enum
 import errno
 import os
 import re
@@ -39,7 +38,7 @@ import attrs
 from aikito_mem import fsutil
 from aikito_mem.layout import AGENTS_DIR, DESCRIPTOR, DESCRIPTOR_NAME, MEMORY_DIR, VAULT_DIR
 from aikito_mem.model import Finding
-from aikito_mem.values import asdict
+from aikito_mem.values import Words, asdict
 
 __all__ = [
     "CONFIG_NAME",
@@ -76,7 +75,7 @@ _MEMORY_KEY = re.compile(rb"""^(?:memory|"memory"|'memory')[ \t]*:(?:[ \t]|\r?$)
 _BOM = b"\xef\xbb\xbf"
 
 
-class DescriptorState(enum.Enum):
+class DescriptorState(Words):
     #: No ``.agents/config.yaml`` in the checkout.
     ABSENT = "absent"
     #: ``config.yaml`` without a ``memory:`` block: no memory backend.

@@ -21,12 +21,13 @@ engine asks git only where §15 says ([L1], [L6]) and never needs it.
 
 from __future__ import annotations
 
-import enum
 import os
 import subprocess
 from collections.abc import Iterable, Sequence
 
 import attrs
+
+from aikito_mem.values import Words
 
 #: Seconds one git question may take ([L1]): a git that blocks (a hung network
 #: filesystem, a lock) is reported, never waited for.
@@ -48,7 +49,7 @@ class Unavailable:
     started: bool = attrs.field(default=True, kw_only=True)
 
 
-class _Outside(enum.Enum):
+class _Outside(Words):
     NOT_A_WORK_TREE = "not a git work tree"
 
 

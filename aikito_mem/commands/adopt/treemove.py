@@ -22,7 +22,6 @@ by the caller runs before every write (the signal check of [E5]).
 from __future__ import annotations
 
 import contextlib
-import enum
 import errno
 import os
 import stat
@@ -31,6 +30,7 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from aikito_mem import fsutil
+from aikito_mem.values import Words
 
 _CHUNK = 1 << 20
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
@@ -40,7 +40,7 @@ def _nothing() -> None:
     return None
 
 
-class EntryKind(enum.Enum):
+class EntryKind(Words):
     DIR = "directory"
     FILE = "regular file"
     LINK = "symlink"
@@ -48,7 +48,7 @@ class EntryKind(enum.Enum):
     OTHER = "special file"
 
 
-class MoveMethod(enum.Enum):
+class MoveMethod(Words):
     RENAME = "rename"
     COPY = "copy"
 

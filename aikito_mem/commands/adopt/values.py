@@ -3,24 +3,23 @@ and what it reports (:class:`AdoptReport`), with the closed sets of words they u
 
 from __future__ import annotations
 
-import enum
-
 import attrs
 
 from aikito_mem.commands.adopt import treemove
 from aikito_mem.errors import AdoptRefused, AikitoError
 from aikito_mem.model import Operation, SegmentName, SyncResult
+from aikito_mem.values import Words
 
 SCHEMA = "aikito.adopt/1"
 CONTRACT_VERSION = 4
 
 
-class EntryType(enum.Enum):
+class EntryType(Words):
     FILE = "file"
     DIRECTORY = "directory"
 
 
-class Method(enum.Enum):
+class Method(Words):
     """How the content gets to ``<ws>/memory/REL``."""
 
     RENAME = "rename"
@@ -53,13 +52,13 @@ def link_refused(target: str, own: Operation | None,
     return AdoptRefused(message, code="link_refused", path=target)
 
 
-class Step(enum.Enum):
+class Step(Words):
     MOVE = "move"
     REGISTER = "register"
     LINK = "link"
 
 
-class StepStatus(enum.Enum):
+class StepStatus(Words):
     PLANNED = "planned"
     APPLIED = "applied"
     #: register: ``REL`` already listed.
@@ -70,7 +69,7 @@ class StepStatus(enum.Enum):
     UNDONE = "undone"
 
 
-class AdoptOutcome(enum.Enum):
+class AdoptOutcome(Words):
     ADOPTED = "adopted"
     PLANNED = "planned"
     REFUSED = "refused"

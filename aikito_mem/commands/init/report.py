@@ -8,11 +8,10 @@
 
 from __future__ import annotations
 
-import enum
-
 import attrs
 
 from aikito_mem.model import Finding
+from aikito_mem.values import Words
 
 __all__ = ["SCHEMA", "EntryKind", "InitEntry", "InitReport", "InitStatus"]
 
@@ -20,7 +19,7 @@ __all__ = ["SCHEMA", "EntryKind", "InitEntry", "InitReport", "InitStatus"]
 SCHEMA = "aikito.init/1"
 
 
-class InitStatus(enum.Enum):
+class InitStatus(Words):
     """What happened to one path."""
 
     CREATED = "created"
@@ -29,7 +28,7 @@ class InitStatus(enum.Enum):
     PLANNED = "planned"
 
 
-class EntryKind(enum.Enum):
+class EntryKind(Words):
     DIRECTORY = "directory"
     FILE = "file"
 
