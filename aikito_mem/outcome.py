@@ -156,6 +156,7 @@ def segment_results(
     applied: set[int] | frozenset[int] = frozenset(),
     stopped: tuple[SegmentName, str] | None = None,
     halted: str | None = None,
+    blocked: frozenset[SegmentName] | None = None,
 ) -> tuple[Segment, ...]:
     """Each segment's own outcome and success ([E8], [G6]).
 
@@ -165,38 +166,46 @@ def segment_results(
     that outcome word: it and every later segment with writes get that word; the earlier
     ones keep theirs.  ``halted`` is the word of a run refused before its first write
     (stale, failed, interrupted): every segment with writes gets it.  An inactive
-    segment is ``unchanged`` (``planned`` in a dry run) and successful.
+    segment is ``unchanged`` (``planned`` in a dry run) and successful.  ``blocked``:
+    the plan's blocked segments, when the caller has them already.
     """
-    blocked = plan.blocked_segments
-    writes: dict[SegmentName, list[int]] = {seg: [] for seg in SEGMENT_ORDER}
+    if blocked is None:
+        blocked = plan.blocked_segments
+    # Keyed by the segment's word: an enum member hashes through Python code ([§12]).
+    writes: dict[str, list[int]] = {}
     #: The segments with an operation: active without a look at the findings ([G6]).
-    present: set[SegmentName] = set()
+    present: set[str] = set()
     create, unlink = Action.CREATE, Action.UNLINK
     for i, op in enumerate(plan.operations):
-        present.add(op.segment)
+        name = op.segment._value_
+        present.add(name)
         if op.action is create or op.action is unlink:
-            writes[op.segment].append(i)
-    rank = {seg: n for n, seg in enumerate(SEGMENT_ORDER)}
+            writes.setdefault(name, []).append(i)
+    quiet = "planned" if dry_run else "unchanged"
     out = []
-    for seg in SEGMENT_ORDER:
-        active = seg in present or plan.segment_active(seg)
-        quiet = "planned" if dry_run else "unchanged"
-        if seg in blocked:
+    for rank, seg in enumerate(SEGMENT_ORDER):
+        name = seg._value_
+        active = name in present
+        if not active:  # Plan.segment_active, its operations already read: a finding?
+            prefix = f"{name}."
+            active = any(f.code.startswith(prefix) for f in plan.findings)
+        own = writes.get(name, ())
+        if not active:
+            word, ok = quiet, True
+        elif blocked and seg in blocked:
             word, ok = "blocked", False
-        elif halted is not None and writes[seg]:
+        elif halted is not None and own:
             word, ok = halted, False
-        elif stopped is not None and rank[seg] >= rank[stopped[0]] and (
-                writes[seg] or seg is stopped[0]):
+        elif stopped is not None and rank >= SEGMENT_ORDER.index(stopped[0]) and (
+                own or seg is stopped[0]):
             word, ok = stopped[1], False
         elif dry_run:
             word, ok = "planned", True
-        elif any(i in applied for i in writes[seg]):
+        elif any(i in applied for i in own):
             word, ok = "applied", True
         else:
             word, ok = quiet, True
-        if not active:
-            word, ok = quiet, True
-        out.append(Segment(seg.value, ok, active, word))
+        out.append(Segment(name, ok, active, word))
     return tuple(out)
 
 
@@ -204,7 +213,8 @@ def run_findings(plan: Plan, *, dry_run: bool) -> tuple[Finding, ...]:
     """The warnings a run adds to its plan's findings, in text and in JSON alike ([U3]):
     nothing was (or would be) synced because the project has no checkout registered
     (``sync.no_checkout``) or every checkout is offline (``sync.all_offline``)."""
-    if plan.has_changes or any(c.state is not CheckoutState.OFFLINE for c in plan.checkouts):
+    offline = CheckoutState.OFFLINE
+    if any(c.state is not offline for c in plan.checkouts) or plan.has_changes:
         return ()
     was = "nothing would be synced" if dry_run else "nothing was synced"
     if not plan.checkouts:

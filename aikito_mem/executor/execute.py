@@ -40,8 +40,8 @@ from aikito_mem.planner import R_MOVED
 if TYPE_CHECKING:
     from aikito_mem.world.git import WorktreeAnswers
 
-__all__ = ["Locks", "execute", "lock_fd", "open_root", "planned_result", "refused",
-           "write_order"]
+__all__ = ["Locks", "execute", "final_statuses", "lock_fd", "open_root", "planned_result",
+           "refused", "write_order"]
 
 #: Test seam (races, faults, signals): called as ``hook(op)`` just before each write syscall.
 before_write: Callable[[Operation], None] | None = None
@@ -67,26 +67,37 @@ def write_order(plan: Plan, ops: Iterable[tuple[int, Operation]]) -> list[int]:
     return unlinks + prunes + links
 
 
-def _final_statuses(plan: Plan, applied: set[int], unknown: set[int],
-                    dry_run: bool = False) -> tuple[Status, ...]:
+def final_statuses(plan: Plan, applied: set[int], unknown: set[int],
+                    dry_run: bool = False,
+                    blocked: frozenset[SegmentName] | None = None) -> tuple[Status, ...]:
+    """One status per operation; ``blocked``: the plan's blocked segments, when known."""
     if dry_run:
         return (Status.PLANNED,) * len(plan.operations)
+    if blocked is None:
+        blocked = plan.blocked_segments
+    # Every member read off its class once: reading one there is slow ([§12]).
+    noop, skip = Action.NOOP, Action.SKIP
+    unchanged, skipped, not_applied = Status.UNCHANGED, Status.SKIPPED, Status.NOT_APPLIED
+    if not (blocked or applied or unknown):  # a run that wrote nothing: no look-ups
+        return tuple(unchanged if op.action is noop else skipped if op.action is skip
+                     else not_applied for op in plan.operations)
+    done, lost = Status.APPLIED, Status.UNKNOWN
     out: list[Status] = []
-    append, blocked, noop, skip = out.append, plan.blocked_segments, Action.NOOP, Action.SKIP
+    append = out.append
     for i, op in enumerate(plan.operations):
         if blocked and op.segment in blocked:
             # §9: every operation of a blocked segment, its NOOPs and SKIPs included.
-            append(Status.NOT_APPLIED)
+            append(not_applied)
         elif op.action is noop:
-            append(Status.UNCHANGED)
+            append(unchanged)
         elif op.action is skip:
-            append(Status.SKIPPED)
+            append(skipped)
         elif i in applied:
-            append(Status.APPLIED)
+            append(done)
         elif i in unknown:
-            append(Status.UNKNOWN)
+            append(lost)
         else:
-            append(Status.NOT_APPLIED)
+            append(not_applied)
     return tuple(out)
 
 
@@ -140,7 +151,8 @@ def execute(
     checked before each write and the operation in flight is finished ([E5]).
     """
     lock_timeout = check_timeout(lock_timeout)
-    if plan.refused:
+    blocked = plan.blocked_segments  # read once: each read is a pass over the operations
+    if blocked and plan.refused:
         # Blocked as a whole: every active segment has a conflict ([E1], [G6]).
         error = _blocked_error(plan, partial=False)
         error.result = refused(plan, "blocked")
@@ -152,7 +164,7 @@ def execute(
             _checked(plan, held, own_locks, lock_timeout, always_verify, environ,
                      (config, home, worktrees))
             with signals.deferred():
-                return _apply(plan, held)
+                return _apply(plan, held, blocked)
         finally:
             if own_locks:
                 held.release()
@@ -176,13 +188,14 @@ def _checked(plan: Plan, held: Locks, own_locks: bool, lock_timeout: float,
             if own_locks:
                 held.acquire([co.path for co in plan.checkouts
                               if co.state is CheckoutState.ACTIVE], lock_timeout)
+            writes = plan.has_changes
             diffs = (_verify().verify(plan, held, environ=environ)
-                     if plan.has_changes or always_verify else [])
+                     if writes or always_verify else [])
     except InterruptedError_ as exc:
         if exc.result is None:
             exc.result = refused(plan, "interrupted")
         raise
-    if not diffs and plan.has_changes:  # a plan without writes passes the guard at once
+    if not diffs and writes:  # a plan without writes passes the guard at once
         from aikito_mem.executor.guard import check
 
         check(plan, environ=environ, config=known[0], home=known[1], worktrees=known[2])
@@ -205,7 +218,7 @@ def _stop_if_signalled(result: Callable[[], SyncResult], done: str) -> None:
                                 result=result())
 
 
-def _apply(plan: Plan, locks: Locks) -> SyncResult:
+def _apply(plan: Plan, locks: Locks, blocked: frozenset[SegmentName]) -> SyncResult:
     applied: set[int] = set()
     unknown: set[int] = set()
     registered = False
@@ -220,9 +233,10 @@ def _apply(plan: Plan, locks: Locks) -> SyncResult:
         stopped = (current[-1], outcome) if not success and current else None
         halted = outcome if not success and not current and not finished else None
         return SyncResult(
-            plan, _final_statuses(plan, applied, unknown), outcome,
+            plan, final_statuses(plan, applied, unknown, blocked=blocked), outcome,
             errors=tuple(errs.get(i) for i in range(n)) if errs else (None,) * n,
-            segments=segment_results(plan, applied=applied, stopped=stopped, halted=halted),
+            segments=segment_results(plan, applied=applied, stopped=stopped, halted=halted,
+                                     blocked=blocked),
             registered=registered,
         )
 
@@ -250,11 +264,11 @@ def _apply(plan: Plan, locks: Locks) -> SyncResult:
         registered = True
 
     by_checkout = _verify().operations_by_checkout(plan) if plan.changes else {}
-    blocked = plan.blocked_segments
     # [E8]: skills, then instructions, then memory; a blocked segment writes nothing.
     if by_checkout:  # the guarded writes' room: only for a plan that writes ([§12])
         from aikito_mem.executor.writer import Drift, Writer
-    for segment, co, order in _segment_order(plan, by_checkout, blocked):
+    order_of = _segment_order(plan, by_checkout, blocked) if by_checkout else ()
+    for segment, co, order in order_of:
         current.append(segment)
         writer = Writer(co, locks.fds[co.path], _before_write)
         try:
@@ -328,7 +342,7 @@ def _segment_order(
 def planned_result(plan: Plan) -> SyncResult:
     """The result document of a dry run: every operation ``planned``."""
     return SyncResult(
-        plan, _final_statuses(plan, set(), set(), dry_run=True),
+        plan, final_statuses(plan, set(), set(), dry_run=True),
         "blocked" if plan.blocked else "planned",
         segments=segment_results(plan, dry_run=True), dry_run=True,
     )

@@ -361,7 +361,8 @@ def compact_lines(report: SyncReport, display: Display) -> list[str] | None:
             or plan.blocked or report.outcome not in (Outcome.UNCHANGED, Outcome.PLANNED)):
         return None
     n = len(plan.checkouts)
-    offline = sum(1 for c in plan.checkouts if c.state is CheckoutState.OFFLINE)
+    gone = CheckoutState.OFFLINE
+    offline = sum(1 for c in plan.checkouts if c.state is gone)
     if n == 0:
         head = f"{plan.project}: not synced (no checkout registered)"
     elif offline == n:
