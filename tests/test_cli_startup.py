@@ -104,10 +104,12 @@ def _assert_plain_sync(imported: set[str]) -> None:
             "aikito_mem.views.clean", "aikito_mem.views.agent_skills"}
     assert not rare & imported, sorted(rare & imported)
     # What an in-sync run never shows or plans: a remedy's words (a conflict's, a foreign
-    # entry's), the per-agent skills directories ([N1]: none in the registry), and the
-    # path display of a line that names a path ([U2]: the one line names none).
+    # entry's), the per-agent skills directories ([N1]: none in the registry), the path
+    # display of a line that names a path ([U2]: the one line names none), a plan's
+    # lines ([U3]: one line says it is in sync) and the JSON document.
     unshown = {"aikito_mem.planner.remedies", "aikito_mem.planner.agent_skills",
-               "aikito_mem.render.paths"}
+               "aikito_mem.render.paths", "aikito_mem.render.sync_plan",
+               "aikito_mem.render.sync_json"}
     assert not unshown & imported, sorted(unshown & imported)
 
 
@@ -192,6 +194,7 @@ def test_json_sync_imports_json_and_no_other_command(ws: WS) -> None:
                                       "--dry-run", "--json")
     assert proc.returncode == 0, proc.stderr
     assert "json" in imported
+    assert "aikito_mem.render.sync_json" in imported  # the document's own room
     assert not (OTHER_COMMANDS & imported), sorted(OTHER_COMMANDS & imported)
 
 

@@ -20,7 +20,7 @@ from aikito_mem.cli import cli
 from aikito_mem.commands.sync_all import PRECEDENCE, SyncAllReport, combined_exit_code
 from aikito_mem.errors import ConfigError, InterruptedError_
 from aikito_mem.outcome import error_report
-from aikito_mem.render.sync import SCHEMA as SYNC_SCHEMA
+from aikito_mem.render.sync_json import SCHEMA as SYNC_SCHEMA
 from aikito_mem.values import replace
 from tests.helpers.snapshots import snapshot
 from tests.helpers.workspace import WS

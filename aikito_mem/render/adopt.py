@@ -51,7 +51,7 @@ def _rest(report: AdoptReport) -> Adoption | None:
 
 def json_document(report: AdoptReport) -> dict[str, Any]:
     """The one ``aikito.adopt/1`` document, for every outcome."""
-    from aikito_mem.render import json_document as sync_document
+    from aikito_mem.render.sync_json import json_document as sync_document
 
     a = report.adoption
     error = report.error

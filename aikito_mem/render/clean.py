@@ -23,7 +23,7 @@ SCHEMA = "aikito.clean/1"
 
 def document(report: SyncReport) -> dict[str, Any]:
     """The ``aikito.clean/1`` document of a clean's report."""
-    from aikito_mem.render.sync import document as sync_document
+    from aikito_mem.render.sync_json import document as sync_document
 
     doc = sync_document(report)
     doc["schema"] = SCHEMA

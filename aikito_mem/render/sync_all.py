@@ -16,7 +16,7 @@ from aikito_mem.errors import EXIT_PENDING, Outcome
 from aikito_mem.model import CheckoutState
 from aikito_mem.outcome import SyncReport
 from aikito_mem.render.sync import compact_lines, text_lines
-from aikito_mem.render.sync import document as sync_document
+from aikito_mem.render.sync_json import document as sync_document
 from aikito_mem.render.text import Display, Output, error_json, listed, message_lines, plural
 
 SCHEMA = "aikito.sync-all/1"

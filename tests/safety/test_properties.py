@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from aikito_mem.errors import ConflictError
 from aikito_mem.model import Action, CheckoutState, Kind, Plan
 from aikito_mem.planner.memory import build_plan
-from aikito_mem.render import json_document
+from aikito_mem.render.sync_json import json_document
 from tests.helpers.snapshots import changed, snapshot
 from tests.helpers.strategies import MEMORY_DIR, PURE_WS, World, fs_examples, worlds
 from tests.helpers.workspace import WS
