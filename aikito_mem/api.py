@@ -25,6 +25,7 @@ from aikito_mem.executor.execute import execute, planned_result
 from aikito_mem.executor.lock import DEFAULT_TIMEOUT, Locks, check_timeout
 from aikito_mem.fsutil import sha256_hex
 from aikito_mem.model import (
+    Action,
     CheckoutState,
     Plan,
     ProjectConfig,
@@ -32,24 +33,14 @@ from aikito_mem.model import (
     SyncResult,
 )
 from aikito_mem.planner.project import plan_project
-from aikito_mem.values import Record
 from aikito_mem.world import checkouts as _checkouts
 from aikito_mem.world.observe import Observer, with_identity
 
 if TYPE_CHECKING:
-    # To the type checker, the class __getattr__ below returns (at run time: lazily).
+    # To the type checker, the classes __getattr__ below returns (at run time: lazily).
     from aikito_mem.prepare import PrepareConflict as PrepareConflict
+    from aikito_mem.prepare import PreparedProject as PreparedProject
     from aikito_mem.world.git import WorktreeAnswers
-
-
-class PreparedProject(Record):
-    """What :meth:`Project.prepare` returns ([A3])."""
-
-    project: str
-    agent: str
-    #: Physical path of the prepared checkout.
-    checkout: str
-    result: SyncResult
 
 
 def _identify(plan: Plan) -> Plan:
@@ -101,8 +92,9 @@ def _moved_remedies(plan: Plan) -> Plan:
     """[L4]: a conflict over a link into another root that no longer holds a workspace
     names ``aikito sync --moved-from OLD`` as its remedy (one ``lstat`` per such root,
     only when there are such conflicts)."""
-    if not plan.blocked:  # no conflict to suggest a root: the [L4] rules are not imported
-        return plan
+    conflict = Action.CONFLICT  # Plan.blocked, reading the member off its class once
+    if not any(op.action is conflict for op in plan.operations):
+        return plan  # no conflict to suggest a root: the [L4] rules are not imported
     from aikito_mem.planner.moved import moved_remedies, suggested_roots
 
     roots = suggested_roots(plan)
@@ -372,7 +364,7 @@ class Project:
         installed for the duration ([E5]).  Its room, :mod:`aikito_mem.prepare`, is
         imported by the first call ([§12]: a sync never needs it).
         """
-        from aikito_mem.prepare import prepare
+        from aikito_mem.prepare import PreparedProject, prepare
 
         def plan(slot: _checkouts.Slot) -> Plan:
             return self._plan((slot,), Observer(), explicit=slot.path, register=None,
@@ -385,10 +377,11 @@ class Project:
 
 
 def __getattr__(name: str) -> object:
-    """:class:`~aikito_mem.prepare.PrepareConflict`, where it was declared before its
-    room was split off (PEP 562: imported on first use)."""
-    if name == "PrepareConflict":
-        from aikito_mem.prepare import PrepareConflict
+    """:class:`~aikito_mem.prepare.PrepareConflict` and
+    :class:`~aikito_mem.prepare.PreparedProject`, where they were declared before their
+    room was split off (PEP 562: imported on first use — a sync builds neither)."""
+    if name in ("PrepareConflict", "PreparedProject"):
+        from aikito_mem import prepare
 
-        return PrepareConflict
+        return getattr(prepare, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

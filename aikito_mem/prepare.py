@@ -20,6 +20,16 @@ from aikito_mem.world import checkouts as _checkouts
 from aikito_mem.world.observe import Observer, lstat
 
 
+class PreparedProject(Record):
+    """What :meth:`~aikito_mem.api.Project.prepare` returns ([A3])."""
+
+    project: str
+    agent: str
+    #: Physical path of the prepared checkout.
+    checkout: str
+    result: SyncResult
+
+
 class PrepareConflict(Record):
     """One conflict reported by :meth:`~aikito_mem.api.Project.prepare`."""
 

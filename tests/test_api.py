@@ -333,3 +333,14 @@ def test_agent_name_must_be_a_single_file_name(ws: WS, bad: str) -> None:
     build(ws)
     with pytest.raises(ConfigError):
         ws.project("demo").prepare(bad)
+
+
+def test_prepared_project_is_named_where_it_always_was() -> None:
+    """[A3]: ``PreparedProject`` lives in Project.prepare's room (a sync never builds the
+    class, [§12]); the package root and ``aikito_mem.api`` still name it."""
+    import aikito_mem
+    import aikito_mem.api as api
+    from aikito_mem import prepare
+
+    assert aikito_mem.PreparedProject is api.PreparedProject is prepare.PreparedProject
+    assert api.PrepareConflict is prepare.PrepareConflict
