@@ -172,15 +172,14 @@ def segment_results(
     if blocked is None:
         blocked = plan.blocked_segments
     # Keyed by the segment's word: an enum member hashes through Python code ([§12]).
-    writes: dict[str, list[int]] = {}
     #: The segments with an operation: active without a look at the findings ([G6]).
-    present: set[str] = set()
-    create, unlink = Action.CREATE, Action.UNLINK
-    for i, op in enumerate(plan.operations):
-        name = op.segment._value_
-        present.add(name)
-        if op.action is create or op.action is unlink:
-            writes.setdefault(name, []).append(i)
+    present = {op.segment._value_ for op in plan.operations}
+    writes: dict[str, list[int]] = {}
+    if applied or halted is not None or stopped is not None:  # else no word reads them
+        create, unlink = Action.CREATE, Action.UNLINK
+        for i, op in enumerate(plan.operations):
+            if op.action is create or op.action is unlink:
+                writes.setdefault(op.segment._value_, []).append(i)
     quiet = "planned" if dry_run else "unchanged"
     out = []
     for rank, seg in enumerate(SEGMENT_ORDER):

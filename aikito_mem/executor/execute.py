@@ -79,8 +79,8 @@ def final_statuses(plan: Plan, applied: set[int], unknown: set[int],
     noop, skip = Action.NOOP, Action.SKIP
     unchanged, skipped, not_applied = Status.UNCHANGED, Status.SKIPPED, Status.NOT_APPLIED
     if not (blocked or applied or unknown):  # a run that wrote nothing: no look-ups
-        return tuple(unchanged if op.action is noop else skipped if op.action is skip
-                     else not_applied for op in plan.operations)
+        return tuple([unchanged if op.action is noop else skipped if op.action is skip
+                      else not_applied for op in plan.operations])
     done, lost = Status.APPLIED, Status.UNKNOWN
     out: list[Status] = []
     append = out.append
