@@ -620,3 +620,25 @@ def test_tilde_candidate_expands_to_home(
     ]
     sync(ws)
     assert os.readlink(home / "code/demo/.agents/memory/a.md") == f"{ws}/memory/a.md"
+
+
+def test_a_directory_on_the_way_is_checked_once_for_every_source_below_it(
+    tmp_path: Path,
+) -> None:
+    """[P5] [S3]: two sources below ``team/t0`` record the same check of each directory on
+    the way (one value per path, by type alone), and the plan re-checks each path once."""
+    from aikito_mem.model import ProjectConfig
+    from aikito_mem.world.observe import Observer
+    from aikito_mem.world.resources import resolve
+
+    w = WS(tmp_path)
+    w.add_file("team/t0/a.md")
+    w.add_file("team/t0/b.md")
+    config = ProjectConfig("demo", f"{w.root}/projects/demo",
+                           f"{w.root}/projects/demo/agent.toml",
+                           ("team/t0/a.md", "team/t0/b.md"), (), (), "0" * 64)
+    a, b = resolve(config, w.root, Observer()).resources
+    assert [c.path for c in a.checks[:-1]] == [c.path for c in b.checks[:-1]] == [
+        f"{w.root}/memory", f"{w.root}/memory/team", f"{w.root}/memory/team/t0"]
+    assert all(x is y for x, y in zip(a.checks[:-1], b.checks[:-1], strict=True))
+    assert a.checks[-1].path != b.checks[-1].path

@@ -78,12 +78,22 @@ def _ancestors(rel: str) -> list[str]:
     return ["/".join(parts[:i]) for i in range(1, len(parts))]
 
 
+_Wanted = tuple[dict[str, Resource], frozenset[str]]
+
+
+def _wanted(resources: ResourceSet) -> _Wanted:
+    """The desired targets (every resource not shadowed, by runtime path) and the
+    directories on the way to them: the same for every checkout of a plan."""
+    desired = {r.rel: r for r in resources.resources if not r.shadowed}
+    return desired, frozenset(a for rel in desired if "/" in rel for a in _ancestors(rel))
+
+
 class _CheckoutPlanner:
     """Plans one active checkout whose ``.agents`` and ``.agents/memory`` are usable."""
 
     def __init__(
         self, view: CheckoutView, resources: ResourceSet, workspace: str, config_path: str,
-        moved_from: str | None = None,
+        moved_from: str | None = None, wanted: _Wanted | None = None,
     ) -> None:
         self.view = view
         self.moved_from = moved_from
@@ -92,11 +102,8 @@ class _CheckoutPlanner:
         self.notes_history = resources.notes_history
         self.base = f"{view.path}/{MEMORY_DIR}"
         self.entries = dict(view.entries)
-        self.desired = {r.rel: r for r in resources.resources if not r.shadowed}
-        self.ancestors: set[str] = set()
-        for rel in self.desired:
-            if "/" in rel:
-                self.ancestors.update(_ancestors(rel))
+        #: The desired targets and the directories on the way to them (never changed).
+        self.desired, self.ancestors = wanted or _wanted(resources)
         self.ops: list[Operation] = []
         self.findings: list[Finding] = []
         #: Entries the plan removes (unlinked links and pruned directories).
@@ -364,7 +371,7 @@ def _checkout_conflict(view: CheckoutView, rel: str, found: Observed, what: str)
 
 def _plan_checkout(
     view: CheckoutView, resources: ResourceSet, workspace: str, config_path: str,
-    moved_from: str | None = None,
+    moved_from: str | None = None, wanted: _Wanted | None = None,
 ) -> tuple[CheckoutPlan, list[Operation], list[Finding]]:
     """One checkout's state, operations and findings: a SKIP per resource when offline,
     one CONFLICT when the checkout or its ``.agents`` / ``.agents/memory`` cannot hold
@@ -391,7 +398,7 @@ def _plan_checkout(
         ops.append(_checkout_conflict(view, MEMORY_DIR, view.memory, "a real directory"))
         dirs = (("", view.root), (AGENTS_DIR, view.agents), (MEMORY_DIR, view.memory))
     else:
-        cp = _CheckoutPlanner(view, resources, workspace, config_path, moved_from)
+        cp = _CheckoutPlanner(view, resources, workspace, config_path, moved_from, wanted)
         cp.plan_stale()
         for res in resources.resources:
             if not res.shadowed:
@@ -455,9 +462,11 @@ def build_plan(
     ops: list[Operation] = []
     findings: list[Finding] = [*config.findings, *resources.findings]
     planned: list[CheckoutPlan] = []
+    wanted = _wanted(resources)
     for view in checkouts:
         checkout, co_ops, co_findings = _plan_checkout(view, resources, workspace,
-                                                       config.config_path, moved_from)
+                                                       config.config_path, moved_from,
+                                                       wanted)
         planned.append(checkout)
         # [P4]: checkout order, then target path (an UNLINK before a CREATE of its target).
         co_ops.sort(key=_target_order)

@@ -42,6 +42,8 @@ class SourceWalker:
         self._obs = observer
         self._real: dict[str, str] = {}
         self._roots: dict[str, tuple[str | None, bool, SourceCheck | None, str]] = {}
+        #: The check of each directory on the way to a source, made once per path.
+        self._on_the_way: dict[str, SourceCheck] = {}
 
     def _realpath(self, path: str) -> str:
         try:
@@ -137,7 +139,11 @@ class SourceWalker:
                 if obs.kind is not _DIR:
                     return (f"source {path} does not exist ({physical} is {obs.describe()})",
                             True, tuple(checks))
-                checks.append(SourceCheck(physical, _ON_THE_WAY))
+                on_the_way = self._on_the_way.get(physical)
+                if on_the_way is None:
+                    on_the_way = self._on_the_way[physical] = SourceCheck(physical,
+                                                                          _ON_THE_WAY)
+                checks.append(on_the_way)
                 continue
             if obs.kind is _DIR or (obs.kind is _FILE and not dir_only):
                 checks.append(SourceCheck(physical, obs))
