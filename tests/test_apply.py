@@ -191,6 +191,25 @@ def test_missing_plan_file_is_exit_4(ws: WS) -> None:
     assert doc_of(res)["error"]["code"] == "plan.missing"
 
 
+
+def test_out_naming_a_fifo_is_refused_and_left_as_it_is(ws: WS) -> None:
+    """``--out`` naming what is not a regular file (a FIFO here; ``/dev/null`` run as
+    root alike) is a configuration error, said in the document, and nothing is written:
+    the FIFO stays a FIFO."""
+    build(ws)
+    fifo = f"{ws.base}/plans/fifo"
+    os.mkfifo(fifo)
+    before = snapshot(*ws.roots())
+    res = invoke("--workspace", ws.root, "sync", "project", "demo", "--dry-run",
+                 "--out", fifo, "--json")
+    assert res.exit_code == 4, res.output
+    error = doc_of(res)["error"]
+    assert error["code"] == "plan.write"
+    assert "it is a FIFO, not a regular file" in error["message"]
+    assert changed(before, snapshot(*ws.roots())) == set()
+    assert Path(fifo).is_fifo()
+
+
 # --------------------------------------------------------------------------- workspace
 
 

@@ -383,6 +383,31 @@ def test_write_refuses_a_directory(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+def test_write_refuses_what_is_not_a_regular_file_and_leaves_it(tmp_path: Path) -> None:
+    """``--out`` naming a FIFO (or a device, a socket — ``/dev/null`` run as root), or a
+    symlink to one, is refused as a directory is (exit 4, ``plan.write``): the rename
+    would put a regular file in its place.  A dangling symlink is replaced, as a symlink
+    to a regular file is."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    link = tmp_path / "to-fifo"
+    link.symlink_to(fifo)
+    for path in (fifo, link):
+        with pytest.raises(ConfigError) as info:
+            write_plan(make_plan(), str(path))
+        assert info.value.code == "plan.write"
+        assert info.value.message == (
+            f"cannot write the plan to {str(path)!r}: it is a FIFO, not a regular file — "
+            "give the name of a file to write, e.g. --out plan.toml")
+    assert fifo.is_fifo() and not fifo.is_symlink()
+    assert link.is_symlink() and os.readlink(link) == str(fifo)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "to-fifo"]
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "nowhere")
+    write_plan(make_plan(), str(dangling))
+    assert not dangling.is_symlink() and read_plan(str(dangling)) == make_plan()
+
+
 def test_write_into_missing_directory_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         write_plan(make_plan(), str(tmp_path / "nope" / "plan.toml"))

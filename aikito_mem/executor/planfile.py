@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import secrets
+import stat
 import tomllib
 from typing import Any
 
@@ -273,19 +274,42 @@ def read_plan(path: str) -> Plan:
     return load_plan(data, path=path)
 
 
-def write_plan(plan: Plan, path: str) -> None:
-    """Write ``plan`` to ``path`` atomically: a temporary file in the same directory,
-    fsynced, then renamed over ``path`` (an existing file is replaced, never written
-    through; an existing directory is refused with :class:`ConfigError` ``plan.write``).
-    """
-    data = dump_plan(plan)
-    if os.path.isdir(path):
+def _refuse_what_is_not_a_file(path: str) -> None:
+    """:class:`ConfigError` ``plan.write`` when ``path`` (a final symlink followed) is a
+    directory, or anything else that is not a regular file: renaming the plan over it
+    would put a file in its place.  Nothing there (or a dangling link) is no error here:
+    the write's own errors decide."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return
+    if stat.S_ISDIR(mode):
         raise ConfigError(
             f"cannot write the plan to {path!r}: it is a directory — give a file name, "
             f"e.g. --out {os.path.join(path, 'plan.toml')}",
             code="plan.write",
             path=path,
         )
+    if not stat.S_ISREG(mode):
+        from aikito_mem.fsutil import describe_mode
+
+        raise ConfigError(
+            f"cannot write the plan to {path!r}: it is {describe_mode(mode)}, not a regular "
+            "file — give the name of a file to write, e.g. --out plan.toml",
+            code="plan.write",
+            path=path,
+        )
+
+
+def write_plan(plan: Plan, path: str) -> None:
+    """Write ``plan`` to ``path`` atomically: a temporary file in the same directory,
+    fsynced, then renamed over ``path`` (an existing file is replaced, never written
+    through; an existing directory is refused with :class:`ConfigError` ``plan.write``,
+    and so is anything else that is not a regular file — a FIFO, a socket, a device such
+    as ``/dev/null`` — or a symlink to one: the rename would put a file in its place).
+    """
+    data = dump_plan(plan)
+    _refuse_what_is_not_a_file(path)
     directory, name = os.path.split(path)
     directory = directory or "."
     temp: str | None = None
