@@ -426,6 +426,35 @@ def _holds_open(pid: int, path: str) -> bool:
     return False
 
 
+def _full_disk() -> bool:
+    import stat
+
+    try:
+        return stat.S_ISCHR(os.stat("/dev/full").st_mode)
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _full_disk(), reason="needs /dev/full")
+@pytest.mark.parametrize("extra", [[], ["--json"], ["--json", "--dry-run"]])
+def test_a_report_to_a_full_disk_is_exit_5_without_traceback(
+        ws: WS, extra: list[str]) -> None:
+    """stdout on a full disk (``> /dev/full``): the report cannot be written, and under
+    ``--json`` neither can the error's document — the error is said on stderr alone,
+    exit 5, never a traceback (``--json`` used to end in one, exit 1)."""
+    import subprocess
+
+    co = _demo(ws)
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(_aikito(ws, "sync", "project", "demo", *extra), stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=120, check=False)
+    assert proc.returncode == 5, proc.stderr
+    assert proc.stderr.startswith("aikito: No space left on device; nothing more was "
+                                  "attempted"), proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert os.path.lexists(f"{co}/.agents/memory/a.md") is ("--dry-run" not in extra)
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
 @pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
 def test_a_signal_while_waiting_for_the_lock(ws: WS, signame: str) -> None:

@@ -18,7 +18,9 @@ ends the command to that command's own report — and so to its one JSON documen
 It never fails on the way out: characters the stream's encoding cannot represent are
 escaped (``\\u2014``), and when the reader of stdout has gone (``aikito … | head -1``)
 the rest of the report is dropped silently and the exit code is the run's own — the work
-was done; the reader chose to stop reading (docs/commands.md, "Output").
+was done; the reader chose to stop reading (docs/commands.md, "Output").  When stdout
+itself fails (a full disk), the error is said on stderr alone, exit 5, even under
+``--json``: the error's document cannot be written either.
 
 Imports only ``click`` at start-up; the rooms it needs are imported when a command runs.
 """
@@ -162,7 +164,24 @@ def error_handler(view: View[R]) -> Iterator[Handler[R]]:
             error = _internal_error(exc)
         else:  # pragma: no cover - every command body ends with finish()
             return
-        Handler(view).finish(view.failed(error))
+        try:
+            Handler(view).finish(view.failed(error))
+        except OSError as exc:  # the report's own stream failed again (a full disk)
+            _on_stderr(view, environment_error(exc, view.failed_code))
+
+
+def _on_stderr(view: View[Any], error: AikitoError) -> NoReturn:
+    """``error`` said on stderr alone, with its exit code: the command's report could not
+    be written (``--json`` to a stdout on a full disk: the error's document fails as the
+    report's did) — an environment failure, exit 5, never a traceback."""
+    from aikito_mem.errors import exit_code_for
+    from aikito_mem.render.text import Display, error_lines
+
+    display = getattr(view, "display", None)
+    with contextlib.suppress(OSError):
+        _write(sys.stderr, error_lines(error, display if isinstance(display, Display)
+                                       else Display()))
+    sys.exit(exit_code_for(error))
 
 
 # ------------------------------------------------------------------------------ output
