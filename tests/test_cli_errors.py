@@ -426,6 +426,29 @@ def _holds_open(pid: int, path: str) -> bool:
     return False
 
 
+@pytest.mark.parametrize(("args", "code"), [(["sync", "project", "demo"], 0),
+                                           (["sync", "project", "demo", "--json"], 0),
+                                           (["sync", "project", "nope"], 4)])
+def test_a_closed_stdout_is_written_nothing(ws: WS, args: list[str], code: int) -> None:
+    """Started with stdout closed (``aikito … >&-``): the report is written nowhere, as
+    ``print`` writes nothing there — the run's own exit code, its error message still
+    on stderr, never a traceback (the colour check used to fail on the missing
+    stream)."""
+    import subprocess
+
+    co = _demo(ws)
+    proc = subprocess.run(["sh", "-c", 'exec "$@" >&-', "sh", *_aikito(ws, *args)],
+                          stderr=subprocess.PIPE, text=True, timeout=120, check=False,
+                          env={**os.environ, "NO_COLOR": ""})
+    assert proc.returncode == code, proc.stderr
+    assert "Traceback" not in proc.stderr
+    if code:
+        assert proc.stderr.startswith("aikito: project 'nope' not found"), proc.stderr
+    else:
+        assert proc.stderr == ""
+        assert os.readlink(f"{co}/.agents/memory/a.md") == ws.memory_path("a.md")
+
+
 def _full_disk() -> bool:
     import stat
 

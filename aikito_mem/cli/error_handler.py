@@ -20,7 +20,8 @@ escaped (``\\u2014``), and when the reader of stdout has gone (``aikito … | he
 the rest of the report is dropped silently and the exit code is the run's own — the work
 was done; the reader chose to stop reading (docs/commands.md, "Output").  When stdout
 itself fails (a full disk), the error is said on stderr alone, exit 5, even under
-``--json``: the error's document cannot be written either.
+``--json``: the error's document cannot be written either.  A stream the command was
+started without (``>&-``) is written nothing, as ``print`` writes nothing there.
 
 Imports only ``click`` at start-up; the rooms it needs are imported when a command runs.
 """
@@ -187,9 +188,13 @@ def _on_stderr(view: View[Any], error: AikitoError) -> NoReturn:
 # ------------------------------------------------------------------------------ output
 
 
-def _write(stream: IO[str], lines: tuple[str, ...]) -> None:
+def _write(stream: IO[str] | None, lines: tuple[str, ...]) -> None:
+    """``lines`` to ``stream``; nothing to a closed one (``>&-``: ``None``), as ``print``
+    and ``click.echo`` write nothing there."""
     from aikito_mem.render.text import for_stream
 
+    if stream is None:
+        return
     stream.write(for_stream("\n".join(lines) + "\n", getattr(stream, "encoding", None)))
     stream.flush()
 

@@ -61,7 +61,7 @@ def use_color(option: bool | None) -> bool:
         return option
     if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
         return False
-    return sys.stdout.isatty()
+    return sys.stdout is not None and sys.stdout.isatty()  # None: a closed stdout
 
 
 def output_width() -> int:
