@@ -478,6 +478,23 @@ def test_a_report_to_a_full_disk_is_exit_5_without_traceback(
     assert os.path.lexists(f"{co}/.agents/memory/a.md") is ("--dry-run" not in extra)
 
 
+@pytest.mark.skipif(not _full_disk(), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [["--version"], ["--help"], ["sync", "project", "--help"]])
+def test_a_help_to_a_full_disk_is_exit_5_without_traceback(args: list[str]) -> None:
+    """What the argument parser itself prints (a help, ``--version``) to a stdout on a
+    full disk: the error on stderr, exit 5, as a report's — never a traceback."""
+    import subprocess
+    import sys
+
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "aikito_mem", *args], stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=120, check=False)
+    assert proc.returncode == 5, proc.stderr
+    assert proc.stderr.startswith("aikito: No space left on device; nothing more was "
+                                  "attempted"), proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
 @pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
 def test_a_signal_while_waiting_for_the_lock(ws: WS, signame: str) -> None:

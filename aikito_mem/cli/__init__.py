@@ -104,6 +104,15 @@ class AikitoGroup(FullSummaries):
 
             error = interruption(SIGINT)
             emit(Output(error.exit_code, errors=error_lines(error, Display())))
+        except BrokenPipeError:
+            raise  # the reader of a help has gone: as before
+        except OSError as exc:  # click's own output (a help, --version) to a full disk
+            from aikito_mem.cli.error_handler import emit, environment_error
+            from aikito_mem.errors import exit_code_for
+            from aikito_mem.render.text import Display, Output, error_lines
+
+            failure = environment_error(exc, "output.failed")
+            emit(Output(exit_code_for(failure), errors=error_lines(failure, Display())))
         sys.exit(code if isinstance(code, int) else 0)
 
 
