@@ -160,6 +160,7 @@ def test_the_simple_builder_is_taken_on_this_python(monkeypatch: pytest.MonkeyPa
 
 
 def _declare(base: type) -> tuple[Any, Any]:
+    """Two enums declared on ``base``: Words/StrWords, or enum.Enum/StrEnum for the twin."""
     class Light(base):  # type: ignore[valid-type,misc]
         """A light."""
 
@@ -183,30 +184,6 @@ def _declare(base: type) -> tuple[Any, Any]:
     return Light, Bare
 
 
-def _ordinary(etype: type) -> tuple[Any, Any]:
-    class Light(etype):  # type: ignore[valid-type,misc]
-        """A light."""
-
-        RED = "red"
-        AMBER = "amber"
-        GREEN = "green"
-
-        def stop(self) -> bool:
-            return self is not type(self).GREEN
-
-        @property
-        def lit(self) -> str:
-            return f"{self.value} light"
-
-        def __str__(self) -> str:  # a dunder method, and super()'s cell
-            return f"<{super().__str__()}>"
-
-    class Bare(etype):  # type: ignore[valid-type,misc]
-        ONLY = "only"
-
-    return Light, Bare
-
-
 @pytest.mark.parametrize("simple", [True, False], ids=["simple builder", "fallback"])
 @pytest.mark.parametrize(("base", "etype"), [(Words, enum.Enum), (StrWords, enum.StrEnum)])
 def test_methods_properties_and_docstrings_are_kept_on_either_path(
@@ -214,7 +191,7 @@ def test_methods_properties_and_docstrings_are_kept_on_either_path(
     if not simple:  # a Python without the builder: the ordinary class statement's path
         monkeypatch.setattr(values, "_SIMPLE_ENUM", None)
     light, bare = _declare(base)
-    twin_light, twin_bare = _ordinary(etype)
+    twin_light, twin_bare = _declare(etype)  # the same statement on the ordinary base
     for cls, twin in ((light, twin_light), (bare, twin_bare)):
         assert sorted(cls.__dict__) == sorted(twin.__dict__)
         assert cls.__doc__ == twin.__doc__
