@@ -495,6 +495,53 @@ def test_a_help_to_a_full_disk_is_exit_5_without_traceback(args: list[str]) -> N
     assert "Traceback" not in proc.stderr
 
 
+def _parser(args: list[str], *, stdout: int | None = None, stderr: int) -> int:
+    """The exit code of ``aikito ARGS`` (no workspace needed) run with these streams."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "aikito_mem", *args], stdout=stdout,
+                          stderr=stderr, timeout=120, check=False).returncode
+
+
+USAGE_ERRORS = [["nosuch"], ["sync", "--force", "project", "demo"],
+                ["sync", "-v", "-q", "project", "demo"]]
+
+
+@pytest.mark.skipif(not _full_disk(), reason="needs /dev/full")
+@pytest.mark.parametrize("args", USAGE_ERRORS)
+def test_a_usage_error_to_a_full_stderr_is_exit_5(args: list[str]) -> None:
+    """A usage error whose stderr is on a full disk cannot be said: exit 5 as for any
+    other error said to a full stderr — where the failed write ended in a traceback (to
+    that same stream), exit 1.  Where stderr is fine it is exit 2, as always."""
+    import subprocess
+
+    assert _parser(args, stderr=subprocess.DEVNULL) == 2
+    with open("/dev/full", "w") as full:
+        assert _parser(args, stderr=full.fileno()) == 5
+
+
+@pytest.mark.parametrize("args", USAGE_ERRORS)
+def test_a_usage_error_to_a_gone_reader_keeps_exit_2(args: list[str]) -> None:
+    """A usage error to a stderr whose reader has gone (``2>&1 | head -c1``): the rest is
+    dropped, the exit code is the usage error's, 2 — where it ended in a traceback, 1."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        assert _parser(args, stderr=write) == 2
+    finally:
+        os.close(write)
+
+
+@pytest.mark.skipif(not _full_disk(), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [["--version"], ["--help"]])
+def test_a_help_with_stdout_and_stderr_on_a_full_disk_is_exit_5(args: list[str]) -> None:
+    """A help or ``--version`` to a full disk, its error to a full disk too: exit 5 —
+    where the second failed write ended in a traceback, exit 1."""
+    with open("/dev/full", "w") as full:
+        assert _parser(args, stdout=full.fileno(), stderr=full.fileno()) == 5
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
 @pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
 def test_a_signal_while_waiting_for_the_lock(ws: WS, signame: str) -> None:

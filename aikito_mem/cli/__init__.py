@@ -95,8 +95,16 @@ class AikitoGroup(FullSummaries):
             code = super().main(args, prog_name, complete_var, False, **extra)
         except click.ClickException as exc:
             _fit(exc)
-            exc.show()
             code = exc.exit_code
+            try:
+                exc.show()
+            except BrokenPipeError:
+                pass  # the reader of stderr has gone: the usage error's code is kept
+            except OSError as failed:  # stderr itself fails (a full disk): said nowhere
+                from aikito_mem.cli.error_handler import environment_error
+                from aikito_mem.errors import exit_code_for
+
+                code = exit_code_for(environment_error(failed, "output.failed"))
         except click.Abort:
             from aikito_mem.cli.error_handler import emit, interruption
             from aikito_mem.render.text import Display, Output, error_lines
@@ -107,12 +115,16 @@ class AikitoGroup(FullSummaries):
         except BrokenPipeError:
             raise  # the reader of a help has gone: as before
         except OSError as exc:  # click's own output (a help, --version) to a full disk
+            import contextlib
+
             from aikito_mem.cli.error_handler import emit, environment_error
             from aikito_mem.errors import exit_code_for
             from aikito_mem.render.text import Display, Output, error_lines
 
             failure = environment_error(exc, "output.failed")
-            emit(Output(exit_code_for(failure), errors=error_lines(failure, Display())))
+            code = exit_code_for(failure)
+            with contextlib.suppress(OSError):  # stderr on a full disk too: said nowhere
+                emit(Output(code, errors=error_lines(failure, Display())))
         sys.exit(code if isinstance(code, int) else 0)
 
 
