@@ -34,6 +34,7 @@ REPOSITORY = frozenset({
     "getting_started",  # the README's "Getting started", followed literally
     "completion",  # shell completion of the command line, in real processes
     "layout",  # this file
+    "rules",  # docs/rules.md defines every rule id the repository cites
 })
 #: ``tests/conformance/test_sNN_<title>.py``: one file per SPEC section (§1 is vocabulary).
 SECTIONS = range(2, 18)

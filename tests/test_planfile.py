@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import tomllib
 from pathlib import Path
 
@@ -295,7 +296,7 @@ def test_wrong_checksum_type_is_refused() -> None:
 @pytest.mark.parametrize(
     "garbage",
     [b"\x00\x01\x02\xff\xfe", b"not toml at all", b"[plan\n", b"\xef\xbb\xbfschema = 1",
-     os.urandom(64).replace(b"\n", b"")],
+     random.Random(64).randbytes(64).replace(b"\n", b"")],
 )
 def test_garbage_is_refused(garbage: bytes) -> None:
     with pytest.raises(PlanFileError) as info:
