@@ -24,8 +24,30 @@ $(STAMP): pyproject.toml $(VENV_STAMP)
 	$(PY) -m compileall -q aikito_mem
 	touch $(RUNTIME_STAMP) $(STAMP)
 
+# In parallel (one worker per core), printing the ten slowest tests.
+PYTEST_ARGS ?= -n auto --durations=10
 test: $(STAMP)
-	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -q -p no:cacheprovider
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+# The suite on every supported Python found here (pyenv or PATH), each in its own
+# environment; a version that is not installed is reported and skipped.
+PYTHONS ?= 3.11 3.12 3.13 3.14
+test-all:
+	@for v in $(PYTHONS); do \
+	  exe=$$(command -v python$$v || true); \
+	  if [ -z "$$exe" ] || ! "$$exe" -c pass 2>/dev/null; then \
+	    echo "test-all: python$$v not installed here: skipped"; continue; fi; \
+	  $(MAKE) --no-print-directory test PYTHON=$$exe VENV=.venv-$$v || exit 1; \
+	done
+
+# The suite against the lowest version of every runtime dependency pyproject.toml declares.
+LOWEST ?= .venv-lowest
+test-lowest:
+	$(PYTHON) -m venv $(LOWEST)
+	$(LOWEST)/bin/python -m pip install -q --upgrade pip
+	$(LOWEST)/bin/python -c "import tomllib; d = tomllib.load(open('pyproject.toml', 'rb')); print('\n'.join(r.replace('>=', '==') for r in d['project']['dependencies']))" > $(LOWEST)/lowest.txt
+	$(LOWEST)/bin/python -m pip install -q -c $(LOWEST)/lowest.txt --config-settings editable_mode=compat -e '.[test]'
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(LOWEST)/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 test-long: $(STAMP)
 	HYPOTHESIS_PROFILE=long $(PY) -m pytest -q -p no:cacheprovider --run-slow
@@ -42,4 +64,4 @@ bench: $(STAMP)
 	$(PY) -m bench $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) .venv-3.* $(LOWEST) build *.egg-info .pytest_cache .hypothesis

@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -107,7 +108,8 @@ def test_getting_started_section_is_extracted() -> None:
     assert found.count("aikito sync project demo") == 2
 
 
-def test_readme_getting_started_in_a_fresh_home(tmp_path: Path) -> None:
+def test_readme_getting_started_in_a_fresh_home(tmp_path: Path,
+                                                request: pytest.FixtureRequest) -> None:
     if shutil.which("bash") is None:
         pytest.skip("bash is not installed")
     all_steps = steps(section((REPO / "README.md").read_text("utf-8")))
@@ -116,8 +118,10 @@ def test_readme_getting_started_in_a_fresh_home(tmp_path: Path) -> None:
     assert pipx == ["pipx install .", "pipx ensurepath"]
     assert all_steps[:2] == [Step(c) for c in pipx]
     todo = all_steps[2:]
-    home = Path(os.path.realpath(tmp_path)) / "home"
-    home.mkdir()
+    # A home of a short, fixed length, whatever the length of this machine's TMPDIR: the
+    # README's output is shown at 100 columns, and a longer home would wrap its lines.
+    home = Path(os.path.realpath(tempfile.mkdtemp(prefix="aikito-home-", dir="/tmp")))
+    request.addfinalizer(lambda: shutil.rmtree(home, ignore_errors=True))
     src = tmp_path / "aikito_mem-src"
     copy_repo(src)
     path = clean_path()

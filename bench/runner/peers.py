@@ -16,11 +16,13 @@ as a "missing" row.
 
 from __future__ import annotations
 
+import fcntl
 import glob
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,6 +93,18 @@ def reference_tool(allow_install: bool) -> Peer:
     if not allow_install:
         why = "not installed in bench/.cache/ref-venv (--no-install)"
         return Peer("reference", None, reason=why)
+    # Parallel test workers may all ask at once: one installs, the others wait and find it.
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / "ref-venv.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        v = version() if exe.exists() else ""
+        if REF_VERSION in v:
+            return Peer("reference", str(exe), v, "cached in bench/.cache/ref-venv", str(py))
+        return _install_reference(venv, exe, py, version)
+
+
+def _install_reference(venv: Path, exe: Path, py: Path, version: Callable[[], str]) -> Peer:
+    """Create ``venv`` and install the reference tool into it (the caller holds the lock)."""
     base = find_python312()
     if base is None:
         return Peer("reference", None, reason="no Python >= 3.12 found (pyenv or PATH)")
