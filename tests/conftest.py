@@ -3,8 +3,9 @@
 
 Fixtures: the autouse home guard (:func:`tests.helpers.home.isolate_home` for every
 test) and ``home``, its path; ``ws`` (a fresh :class:`~tests.helpers.workspace.WS`),
-``env`` (the command-line tests' :class:`~tests.helpers.cli.Env`), ``checkout`` and
-``tmpfs``.
+``env`` (the command-line tests' :class:`~tests.helpers.cli.Env`), ``checkout``,
+``tmpfs``, ``foldfs`` (a mounted folding directory, :mod:`tests.helpers.foldfs`) and
+``fold_ws`` (a :class:`~tests.helpers.workspace.WS` inside one).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.helpers import foldfs as folding
 from tests.helpers import mounts
 from tests.helpers.cli import Env
 from tests.helpers.home import isolate_home
@@ -101,3 +103,25 @@ def tmpfs(tmp_path: Path) -> Iterator[Path]:
     """A tmpfs mounted at ``<tmp_path>/tmpfs`` for this test (root only; else skipped)."""
     with mounts.tmpfs(tmp_path / "tmpfs") as mnt:
         yield mnt
+
+
+@pytest.fixture
+def foldfs(tmp_path: Path) -> Iterator[folding.FoldDir]:
+    """A directory that folds names as APFS does, mounted for this test [F4]:
+    ``foldfs.path`` is the folding view, ``foldfs.backing`` the case-sensitive directory
+    under it.  Skipped, with the reason, where FUSE, ``fusermount3`` or ``mfusepy`` is
+    missing or the mount fails; always unmounted."""
+    reason = folding.unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+    try:
+        with folding.mounted(tmp_path / "fold-backing", tmp_path / "fold") as mnt:
+            yield mnt
+    except folding.MountFailedError as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture
+def fold_ws(foldfs: folding.FoldDir) -> WS:
+    """A fresh workspace builder whose workspace and checkouts are all in ``foldfs``."""
+    return WS(foldfs.path)

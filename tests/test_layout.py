@@ -35,6 +35,7 @@ REPOSITORY = frozenset({
     "completion",  # shell completion of the command line, in real processes
     "layout",  # this file
     "rules",  # docs/rules.md defines every rule id the repository cites
+    "helpers",  # the test helpers' own behaviour (the folding directory, [F4])
 })
 #: ``tests/conformance/test_sNN_<title>.py``: one file per SPEC section (§1 is vocabulary).
 SECTIONS = range(2, 18)

@@ -11,6 +11,8 @@ them (no test module imports another):
   real processes, the :class:`~tests.helpers.cli.Env` world of the CLI tests,
   :func:`~tests.helpers.cli.one_json`;
 - :mod:`tests.helpers.mounts` — a tmpfs or a bind mount for one test (root only);
+- :mod:`tests.helpers.foldfs` — a directory that folds names as APFS does (FUSE), for
+  one test;
 - :mod:`tests.helpers.strategies` — the hypothesis strategies and example budgets.
 
 ``tests/conftest.py`` holds only fixtures, hypothesis profiles and options, built from
