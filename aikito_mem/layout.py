@@ -137,6 +137,19 @@ def moved_literal(moved_from: str | None, workspace: str, source: str) -> str | 
     return moved_from.rstrip("/") + source[len(workspace):]
 
 
+def moved_owner(literal: str | None, moved_from: str | None, workspace: str,
+                candidates: Iterable[str]) -> str | None:
+    """[L4]: the candidate whose literal under the old root ``moved_from`` is ``literal``
+    byte for byte (:func:`moved_literal`), else ``None``: with ``--moved-from OLD``, a link
+    naming ``OLD`` + the canonical remainder of its own place is the engine's."""
+    if literal is None or moved_from is None:
+        return None
+    for cand in candidates:
+        if literal == moved_literal(moved_from, workspace, cand):
+            return cand
+    return None
+
+
 def relink_base(name: str) -> str | None:
     """The entry a relink name belongs to (``.a.md.aikito-relink`` → ``a.md``), else
     ``None``."""

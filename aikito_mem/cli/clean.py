@@ -49,8 +49,10 @@ targets of the agent registry and the legacy .agents/AGENTS.md — every link wh
 is the workspace's canonical path for its place is removed; then the directories that
 leaves empty (.agents/memory/…, .agents/memory, .agents/skills, .agents, an instruction
 target's directory such as .claude) are removed. Anything else is kept and listed.
-agent.toml is never edited; a second clean has nothing to do. Exit codes as for
-`aikito sync project`.
+A directory that is a mount point is kept, and said so. With --moved-from OLD (the
+workspace was moved from OLD), a link naming OLD + the canonical remainder of its place
+is removed too. agent.toml is never edited; a second clean has nothing to do. Exit codes
+as for `aikito sync project`.
 """
 
 CLEAN_EPILOG = """\b
@@ -62,7 +64,15 @@ Examples:
 
 
 def _arguments(args: tuple[str, ...]) -> tuple[str | None, str | None]:
-    """(project, path) of ``project NAME [PATH]`` or ``PATH``; a usage error otherwise."""
+    """(project, path) of ``project NAME [PATH]`` or ``PATH``; a usage error otherwise.
+    An empty argument is one too ([L8]): ``aikito clean "$UNSET"`` must never clean the
+    current directory (nor ``clean project NAME ""`` a checkout named by nothing)."""
+    if "" in args:
+        which = ("NAME" if len(args) > 1 and args[0] == "project" and args[1] == ""
+                 else "PATH")
+        raise click.UsageError(
+            f"{which} is empty; expected a non-empty {which} (an unset shell variable? "
+            "to clean the current directory, write `aikito clean .`)")
     if args and args[0] == "project":
         if len(args) not in (2, 3):
             raise click.UsageError(
@@ -81,12 +91,15 @@ def _arguments(args: tuple[str, ...]) -> tuple[str | None, str | None]:
 @click.option("--dry-run", is_flag=True, help="Plan and print; remove nothing.")
 @json_option("aikito.clean/1")
 @lock_timeout_option
+@click.option("--moved-from", "moved_from", metavar="OLD", default=None,
+              help="The workspace moved from OLD: its links into OLD are removed too.")
 @click.option("-v", "--verbose", is_flag=True, help="Also list checkouts with nothing to do.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only findings and the summary.")
 @color_option
 @click.pass_context
 def clean_cmd(ctx: click.Context, args: tuple[str, ...], dry_run: bool, as_json: bool,
-              lock_timeout: float, verbose: bool, quiet: bool, color: bool | None) -> None:
+              lock_timeout: float, moved_from: str | None, verbose: bool, quiet: bool,
+              color: bool | None) -> None:
     project, path = _arguments(args)
     if verbose and quiet:
         raise click.UsageError("-v and -q cannot be combined")
@@ -94,11 +107,12 @@ def clean_cmd(ctx: click.Context, args: tuple[str, ...], dry_run: bool, as_json:
                      dry_run=dry_run)
     with error_handler(view) as handler:
         handler.finish(_clean(view, workspace_of(ctx), project, path, dry_run=dry_run,
-                              lock_timeout=lock_timeout))
+                              lock_timeout=lock_timeout, moved_from=moved_from))
 
 
 def _clean(view: CleanView, workspace: str | None, project: str | None, path: str | None,
-           *, dry_run: bool, lock_timeout: float) -> SyncReport:
+           *, dry_run: bool, lock_timeout: float, moved_from: str | None = None
+           ) -> SyncReport:
     from aikito_mem import signals
     from aikito_mem.commands.clean import cleaner
     from aikito_mem.config.discovery import resolve_workspace
@@ -108,7 +122,7 @@ def _clean(view: CleanView, workspace: str | None, project: str | None, path: st
         view.project = project
         ws = resolve_workspace(workspace)
         view.workspace = ws.root
-        job = cleaner(ws, project, path)
+        job = cleaner(ws, project, path, moved_from)
         if dry_run:
             return dry_run_report(job.plan())
     return run_report(job.run(lock_timeout=lock_timeout))

@@ -28,13 +28,16 @@ class Cleaner:
     """One clean: the workspace, the project (``None`` for ``clean PATH``) and PATH."""
 
     def __init__(self, workspace: Workspace, project: str | None, path: str | None,
-                 environ: dict[str, str] | None = None) -> None:
+                 environ: dict[str, str] | None = None, moved_from: str | None = None
+                 ) -> None:
         if project is None and path is None:
             raise ValueError("clean needs a project or a path")
         self.ws = workspace
         self.project = project
         self.path = path
         self.environ = environ
+        #: ``--moved-from OLD`` ([L4]): links into the old root are this workspace's too.
+        self.moved_from = moved_from
 
     def _slots(self, observer: Observer) -> tuple[tuple[_checkouts.Slot, ...], str, str | None]:
         """The checkouts to clean, the project's agent.toml path and its digest."""
@@ -59,6 +62,11 @@ class Cleaner:
         # [N1]: the per-agent skills directories (``.claude/skills``…) are cleaned too.
         skill_dirs = tuple(PlannedTarget(d.path, d.agents) for d in registry.skill_dirs)
         dirs = tuple(d.rel for d in skill_dirs)
+        moved_from = None
+        if self.moved_from is not None:
+            from aikito_mem.api import moved_root
+
+            moved_from = moved_root(self.moved_from, self.ws.root)
         with signals.interruptible():
             views = tuple(observe_checkout(s, rels, observer, dirs) for s in slots)
         return build_clean_plan(
@@ -67,7 +75,7 @@ class Cleaner:
             targets=targets, skill_dirs=skill_dirs,
             explicit_path=_checkouts.given_path(self.path) if self.path is not None
             else None,
-            config_digest=digest,
+            config_digest=digest, moved_from=moved_from,
         )
 
     def plan(self) -> Plan:
@@ -87,5 +95,7 @@ class Cleaner:
             return execute(plan, locks=locks)
 
 
-def cleaner(workspace: Workspace, project: str | None, path: str | None) -> Cleaner:
-    return Cleaner(workspace, project, path, environ=dict(os.environ))
+def cleaner(workspace: Workspace, project: str | None, path: str | None,
+            moved_from: str | None = None) -> Cleaner:
+    return Cleaner(workspace, project, path, environ=dict(os.environ),
+                   moved_from=moved_from)

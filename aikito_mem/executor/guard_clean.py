@@ -59,6 +59,12 @@ def refusals(plan: Plan, environ: Mapping[str, str] | None = None) -> Iterator[s
     holding = {op.target.rpartition("/")[0] for op in plan.operations
                if op.action is Action.UNLINK}
     project = plan.project or None
+    moved_from = plan.moved_from
+    if moved_from is not None:
+        from aikito_mem.world.observe import another_workspace
+
+        if another_workspace(moved_from, plan.workspace):
+            moved_from = None  # its links are that workspace's own ([L4])
     for op in plan.operations:
         if op.action is Action.CREATE:
             yield (f"CREATE {op.target!r}: a clean plan creates nothing; expected only "
@@ -68,7 +74,7 @@ def refusals(plan: Plan, environ: Mapping[str, str] | None = None) -> Iterator[s
             continue
         problem = _refuse(op.checkout, op.target, op.entry, op.segment, op.observed,
                           (targets, skill_dirs), holding, active, plan.workspace,
-                          project)
+                          project, moved_from)
         if problem is not None:
             yield f"UNLINK {op.target!r}{problem}"
 
@@ -76,7 +82,8 @@ def refusals(plan: Plan, environ: Mapping[str, str] | None = None) -> Iterator[s
 def _refuse(checkout: str, target: str, entry: str, segment: SegmentName,
             observed: Observed, places: tuple[frozenset[str], frozenset[str]],
             holding: set[str],
-            active: set[str], workspace: str, project: str | None) -> str | None:
+            active: set[str], workspace: str, project: str | None,
+            moved_from: str | None = None) -> str | None:
     foreign = foreign_checkout(checkout, active)
     if foreign is not None:
         return foreign
@@ -104,7 +111,8 @@ def _refuse(checkout: str, target: str, entry: str, segment: SegmentName,
     if observed.kind is not Kind.LINK or observed.literal is None:
         return f" removes {observed.describe()}; aikito only unlinks its own links"
     link_dir = target.rpartition("/")[0]
-    if owner(where[0], where[1], observed.literal, link_dir, workspace, project) is None:
+    if owner(where[0], where[1], observed.literal, link_dir, workspace, project,
+             moved_from) is None:
         return (f" removes a symlink to {observed.literal!r}, which this workspace does "
                 "not own there ([O1], [L3])")
     return None

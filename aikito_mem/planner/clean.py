@@ -29,7 +29,9 @@ from aikito_mem.layout import (
     SKILLS_DIR,
     instructions_source,
     memory_source,
+    moved_owner,
     notes_sources,
+    relink_target,
     skill_source,
 )
 from aikito_mem.model import (
@@ -89,14 +91,35 @@ def _project_in(path: str | None, template: str) -> str | None:
 
 
 def owner(segment: SegmentName, rel: str, literal: str | None, link_dir: str,
-          workspace: str, project: str | None) -> str | None:
+          workspace: str, project: str | None, moved_from: str | None = None
+          ) -> str | None:
     """The canonical path the link at ``rel`` (relative to its segment's root: below
     ``.agents/memory``, a skill name, or an instruction target relative to the checkout)
     names by ``literal`` — or ``None`` when the link is not this workspace's ([O1],
     [O2]).  ``project`` ``None`` is ``aikito clean PATH``: the notes and instructions of
-    any project of the workspace count."""
+    any project of the workspace count.
+
+    At a relink name (``.NAME.aikito-relink``, [L4]) the link is judged as one at NAME:
+    a killed relink's leftover is the engine's ([L8]).  With ``moved_from`` (``clean
+    --moved-from OLD``), a literal that is byte-exactly ``OLD`` + the remainder of one of
+    those canonical paths is the engine's too ([L4])."""
     if literal is None:
         return None
+    rel = relink_target(rel) or rel
+    found = _owner(segment, rel, literal, link_dir, workspace, project)
+    old = moved_from.rstrip("/") if moved_from is not None else None
+    if found is None and old and literal.startswith(old + "/"):
+        # The old root's literal read as the same path under this workspace ([L4]).
+        cand = _owner(segment, rel, workspace + literal[len(old):], link_dir, workspace,
+                      project)
+        if cand is not None and moved_owner(literal, old, workspace, (cand,)) is not None:
+            return cand
+    return found
+
+
+def _owner(segment: SegmentName, rel: str, literal: str, link_dir: str, workspace: str,
+           project: str | None) -> str | None:
+    """:func:`owner` of a link at NAME itself, without the old root."""
     candidates: list[str] = []
     resolved = _resolved(literal, link_dir)
     if segment is _MEM:
@@ -130,8 +153,8 @@ def place(rel: str, targets: frozenset[str], skill_dirs: frozenset[str] = frozen
     if rel.startswith(f"{SKILLS_DIR}/"):
         sub = rel[len(SKILLS_DIR) + 1:]
         return (_SKILLS, sub) if entry_problem(sub, single=True) is None else None
-    if rel == LEGACY_INSTRUCTIONS or rel in targets:
-        return _INSTR, rel
+    if rel == LEGACY_INSTRUCTIONS or rel in targets or relink_target(rel) in targets:
+        return _INSTR, rel  # a target, or its relink name ([L4] [L8])
     folder, _, name = rel.rpartition("/")
     if folder in skill_dirs and entry_problem(name, single=True) is None:
         return _SKILLS, name
@@ -168,8 +191,11 @@ class _Planner:
     """Plans one active checkout whose root is a directory."""
 
     def __init__(self, co: CleanCheckout, workspace: str, project: str | None,
-                 skill_dirs: frozenset[str] = frozenset()) -> None:
+                 skill_dirs: frozenset[str] = frozenset(),
+                 moved_from: str | None = None) -> None:
         self.co = co
+        self.moved_from = moved_from
+        self.mounts = frozenset(co.mounts)
         self.targets = frozenset(rel for rel, _ in co.targets)
         self.skill_dirs = skill_dirs
         self.workspace = workspace
@@ -195,21 +221,31 @@ class _Planner:
         """An UNLINK of the link at ``rel`` when this workspace owns it; else a finding."""
         link_dir = self.at(_parent(rel)) if _parent(rel) else self.co.path
         source = (owner(segment, seg_rel, obs.literal, link_dir, self.workspace,
-                        self.project) if obs.kind is Kind.LINK else None)
+                        self.project, self.moved_from) if obs.kind is Kind.LINK else None)
         if source is None:
             self.foreign(rel, obs)
             return False
         self.removed.add(rel)
         self.ops.append(Operation(
             Action.UNLINK, R_CLEAN, self.co.path, self.at(rel),
-            "aikito's link, removed by clean", resource=seg_rel, source=source,
-            observed=obs, segment=segment))
+            "the leftover of an interrupted relink, removed by clean"
+            if relink_target(rel) is not None else "aikito's link, removed by clean",
+            resource=seg_rel, source=source, observed=obs, segment=segment))
         return True
 
     def prune(self, segment: SegmentName, rel: str, obs: Observed,
               names: tuple[str, ...]) -> None:
-        """An rmdir of ``rel`` when every entry in it (``names``) is removed."""
+        """An rmdir of ``rel`` when every entry in it (``names``) is removed — unless it
+        is a mount point ([L8]): kept, with a finding (a second clean is a NOOP)."""
         if all(f"{rel}/{n}" in self.removed for n in names):
+            if rel in self.mounts:
+                self.findings.append(Finding(
+                    "clean.mount_point", "warning",
+                    f"kept {self.at(rel)}: a mount point (another filesystem is mounted "
+                    "there), which aikito never removes (only its own links in it) — "
+                    "unmount it and remove the directory yourself if it is not needed",
+                    self.at(rel)))
+                return
             self.removed.add(rel)
             self.ops.append(Operation(
                 Action.UNLINK, R_CLEAN, self.co.path, self.at(rel),
@@ -308,9 +344,11 @@ def build_clean_plan(
     config_digest: str | None = None,
     findings: tuple[Finding, ...] = (),
     skill_dirs: tuple[PlannedTarget, ...] = (),
+    moved_from: str | None = None,
 ) -> Plan:
     """The clean plan of every checkout ([L3]): UNLINKs and prunes only — in the
-    per-agent skills directories ``skill_dirs`` too ([N1]).  Pure."""
+    per-agent skills directories ``skill_dirs`` too ([N1]); ``moved_from``: the old root
+    of ``clean --moved-from OLD``, whose links are this workspace's too ([L4]).  Pure."""
     dirs_of_skills = frozenset(d.rel for d in skill_dirs)
     keyed: list[tuple[tuple[int, int, str], Operation]] = []
     all_findings: list[Finding] = list(findings)
@@ -320,7 +358,7 @@ def build_clean_plan(
         dirs: tuple[tuple[str, Observed], ...] = (("", co.root),)
         state = planned_state(co.state, co.root)
         if state is CheckoutState.ACTIVE:
-            p = _Planner(co, workspace, project, dirs_of_skills)
+            p = _Planner(co, workspace, project, dirs_of_skills, moved_from)
             p.plan()
             keyed.extend(((rank[op.segment], index, op.target), op) for op in p.ops)
             all_findings.extend(sorted(p.findings, key=finding_order))
@@ -350,5 +388,6 @@ def build_clean_plan(
         config_digest=config_digest,
         instruction_targets=targets,
         skill_dirs=skill_dirs,
+        moved_from=moved_from,
         kind=PlanKind.CLEAN,
     )

@@ -26,7 +26,8 @@ class CleanCheckout(Record):
     skills_entries: tuple[tuple[str, Observed], ...] = ()
     #: Each instruction target of the registry (and the legacy ``.agents/AGENTS.md``
     #: when ``.agents`` is a real directory): path relative to the checkout → what is
-    #: there (``ABSENT`` when a directory on the way is not a real directory).
+    #: there (``ABSENT`` when a directory on the way is not a real directory); and each
+    #: target's relink name where something is there ([L4] [L8]).
     targets: tuple[tuple[str, Observed], ...] = ()
     #: The directories on the way to an instruction target or a per-agent skills
     #: directory: relative path → (observation, names of its entries — listed only
@@ -36,3 +37,6 @@ class CleanCheckout(Record):
     #: relative path → what is there and, when a real directory, its entries (one
     #: level).  The directories on the way to it are in :attr:`parents`.
     agent_skills: tuple[tuple[str, Observed, tuple[tuple[str, Observed], ...]], ...] = ()
+    #: The directories a clean may prune that are mount points ([L8]): relative paths,
+    #: sorted.  One is never removed (``rmdir`` would fail, EBUSY): kept, and said so.
+    mounts: tuple[str, ...] = ()

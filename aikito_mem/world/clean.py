@@ -5,14 +5,22 @@ The same calls a sync observes with — ``lstat``, ``readlink``, the observing r
 ``.agents/memory`` (recursively), ``.agents/skills`` (one level), every instruction
 target of the registry and the legacy ``.agents/AGENTS.md``, the per-agent skills
 directories ([N1]), and the directories on the way to those (one level each where a
-link is held below, to know whether the clean empties them).  Nothing is read or
+link is held below, to know whether the clean empties them); each instruction target's
+relink name (a killed relink's leftover, [L4] [L8]); and which directory it may prune is
+a mount point ([L8]).  Nothing is read or
 written; :mod:`aikito_mem.planner.clean` decides.
 """
 
 from __future__ import annotations
 
 from aikito_mem.errors import ConfigError
-from aikito_mem.layout import AGENTS_DIR, LEGACY_INSTRUCTIONS, MEMORY_DIR, SKILLS_DIR
+from aikito_mem.layout import (
+    AGENTS_DIR,
+    LEGACY_INSTRUCTIONS,
+    MEMORY_DIR,
+    SKILLS_DIR,
+    relink_path,
+)
 from aikito_mem.model import ABSENT, CheckoutState, Kind, Observed
 from aikito_mem.views.clean import CleanCheckout
 from aikito_mem.world import checkouts
@@ -102,6 +110,14 @@ def _skill_dir(co: str, rel: str, observer: Observer, parents: _Parents
     return rel, obs, entries
 
 
+def _mounts(co: str, observer: Observer, looked: list[tuple[str, Observed]]
+            ) -> tuple[str, ...]:
+    """[L8]: which of the directories a clean may prune (``looked``, relative to the
+    checkout ``co``) are mount points — never removed: kept, and said so."""
+    return tuple(sorted({rel for rel, obs in looked
+                         if observer.mount_point(f"{co}/{rel}", obs)}))
+
+
 def observe_checkout(slot: Slot, targets: tuple[str, ...], observer: Observer,
                      skill_dirs: tuple[str, ...] = ()) -> CleanCheckout:
     """Observe one checkout candidate for a clean.  Offline and invalid ones cost
@@ -138,8 +154,18 @@ def observe_checkout(slot: Slot, targets: tuple[str, ...], observer: Observer,
         for rel in targets:
             obs, on_the_way = _target(co, rel, observer)
             found.append((rel, obs))
-            parents.add(on_the_way, holds_link=obs.kind is Kind.LINK)
+            leftover = ABSENT
+            if not on_the_way or on_the_way[-1][1].kind is Kind.DIR:
+                # [L8]: a killed relink's fresh link at the target's relink name ([L4]).
+                leftover = observer.look(f"{co}/{relink_path(rel)}", identity=False)
+                if leftover.exists:
+                    found.append((relink_path(rel), leftover))
+            parents.add(on_the_way, holds_link=Kind.LINK in (obs.kind, leftover.kind))
         agent_skills = tuple(_skill_dir(co, rel, observer, parents) for rel in skill_dirs)
+        mounts = _mounts(co, observer, [
+            (AGENTS_DIR, agents), (MEMORY_DIR, memory), (SKILLS_DIR, skills),
+            *((rel, obs) for rel, (obs, _) in parents.found.items()),
+            *((rel, obs) for rel, obs, _ in agent_skills)])
     except OSError as exc:
         return CleanCheckout(slot.label, co, CheckoutState.INVALID,
                              f"checkout {co} cannot be examined: {exc.strerror}",
@@ -148,5 +174,5 @@ def observe_checkout(slot: Slot, targets: tuple[str, ...], observer: Observer,
         slot.label, co, CheckoutState.ACTIVE, None, root, agents, agents_entries, memory,
         memory_entries, skills, skills_entries, tuple(found),
         tuple((rel, obs, names) for rel, (obs, names) in sorted(parents.found.items())),
-        agent_skills,
+        agent_skills, mounts,
     )

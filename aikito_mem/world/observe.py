@@ -24,6 +24,7 @@ import stat
 from collections.abc import Iterator
 
 from aikito_mem.fsutil import DIR_NOFOLLOW
+from aikito_mem.layout import projects_root
 from aikito_mem.model import ABSENT, Kind, Observed
 
 #: ``_IOR('v', 1, long)``: the inode generation number.
@@ -103,6 +104,20 @@ def mount_points(mountinfo: str = _MOUNTINFO) -> frozenset[str] | None:
             raw = re.sub(_OCTAL, lambda m: bytes([int(m.group(1), 8)]), fields[4])
             points.add(os.fsdecode(raw))
     return frozenset(points)
+
+
+def another_workspace(root: str, workspace: str) -> bool:
+    """[L4]: whether ``root`` (the ``OLD`` of ``--moved-from OLD``) holds a workspace
+    other than ``workspace`` — ``root/projects`` exists and ``root`` is not this very
+    workspace by identity (``st_dev``, ``st_ino``; after ``mv ws w2 && ln -s w2 ws`` the
+    old root still leads here).  Links into another workspace are that workspace's."""
+    if not lstat(projects_root(root)).exists:
+        return False
+    try:
+        old, here = os.stat(root), os.stat(workspace)
+    except OSError:
+        return True
+    return (old.st_dev, old.st_ino) != (here.st_dev, here.st_ino)
 
 
 def generation(path: str, *, dir_fd: int | None = None) -> int | None:
@@ -196,6 +211,21 @@ class Observer:
             if obs.kind is not _DIR:
                 break
         return tuple(out)
+
+    def mount_point(self, path: str, obs: Observed) -> bool:
+        """Whether the directory ``path`` (observed ``obs``) is the root of a mount
+        ([L8], [E5]): another device than its parent's, or a mount point of the mount
+        table (a bind mount of the same filesystem).  Nothing that is not a directory is."""
+        if obs.kind is not _DIR:
+            return False
+        parent = path.rpartition("/")[0] or "/"
+        try:
+            if self.lstat(parent).dev != obs.dev:
+                return True
+        except OSError:
+            return False
+        mounts = self.mounts()
+        return mounts is not None and path in mounts
 
     def mounts(self) -> frozenset[str] | None:
         """The mount points of this process (read once per run), ``None`` if unknown."""

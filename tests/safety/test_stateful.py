@@ -127,17 +127,29 @@ class _UserTree(RuleBasedStateMachine):
     refused: list[str]
     #: [H2] the checkout path where ``<ws>/memory/team`` is bind-mounted, if it is.
     mounted: str | None = None
+    #: [L8] a runtime directory (``.agents/memory``) made a mount point (bind-mounted onto
+    #: itself, its entries unchanged), if it is: never removed, by a clean or a sync.
+    runtime_mounted: str | None = None
 
     def teardown(self) -> None:
         self._unmount()
         shutil.rmtree(self.d, ignore_errors=True)
 
     def _unmount(self) -> None:
+        """The user unmounts what is mounted in the checkout (before removing what holds
+        a mount, or at the end)."""
         if self.mounted is not None:
             mounts.unmount(self.mounted)
             with contextlib.suppress(OSError):
                 os.rmdir(self.mounted)  # the user's mount point goes with the mount
             self.mounted = None
+        if self.runtime_mounted is not None:
+            mounts.unmount(self.runtime_mounted)  # the directory stays, as it was
+            self.runtime_mounted = None
+
+    def _holds_a_mount(self, path: str) -> bool:
+        return any(m is not None and (m + "/").startswith(path + "/")
+                   for m in (self.mounted, self.runtime_mounted))
 
     def _refused_place(self, where: str) -> str:
         """A place [H1] refuses: the (home-like) home, a directory inside the workspace,
@@ -431,7 +443,7 @@ class SafetyMachine(_UserTree):
         if not self.foreign:
             return
         path = sorted(self.foreign)[i % len(self.foreign)]
-        if self.mounted is not None and (self.mounted + "/").startswith(path + "/"):
+        if self._holds_a_mount(path):
             self._unmount()  # the user unmounts before removing what holds the mount
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path)
@@ -474,7 +486,8 @@ class SafetyMachine(_UserTree):
             self._unmount()
             return
         target = f"{self.rt}/team"
-        if self.mounted is not None or os.path.lexists(target) or \
+        if self.mounted is not None or self.runtime_mounted is not None or \
+                os.path.lexists(target) or \
                 not _real_dirs_upto(self.co, ".agents/memory/team/x"):
             return
         self._mkdirs_user(target)
@@ -483,6 +496,24 @@ class SafetyMachine(_UserTree):
             self.mounted = target
         else:
             os.rmdir(target)
+
+    @rule(present=st.booleans())
+    def mount_runtime_directory(self, present: bool) -> None:
+        """[L8]: ``.agents/memory`` a mount point (a volume mounted there; here itself,
+        bind-mounted onto itself as root — else nothing happens): a clean keeps it and
+        says so, a second clean is a NOOP, and no run ever ends in EBUSY (the
+        invariants, and ``clean``'s own assertions)."""
+        if not present:
+            if self.runtime_mounted is not None:
+                mounts.unmount(self.runtime_mounted)
+                self.runtime_mounted = None
+            return
+        if self.mounted is not None or self.runtime_mounted is not None or \
+                not os.path.isdir(self.rt) or not _real_dirs_upto(self.co, ".agents/memory/x"):
+            return
+        if mounts.try_bind(self.rt, self.rt):
+            self.runtime_mounted = self.rt
+            event("runtime directory mounted")
 
     @rule(child=st.booleans(), dry_run=st.booleans())
     def adopt_mounted(self, child: bool, dry_run: bool) -> None:
@@ -526,7 +557,14 @@ class SafetyMachine(_UserTree):
                     path = f"{dirpath}/{name}"
                     assert not os.path.islink(path) or path in self.foreign, \
                         f"clean left aikito's link {path}"
-        assert not _cleaner(self.ws, self.co, how).plan().has_changes
+        again = _cleaner(self.ws, self.co, how).plan()
+        assert not again.has_changes
+        if self.runtime_mounted is not None:
+            # [L8]: the mount point stays, and the plan says so — every time.
+            assert os.path.isdir(self.runtime_mounted)
+            if not os.listdir(self.runtime_mounted):
+                assert self.runtime_mounted in {f.path for f in again.findings
+                                                if f.code == "clean.mount_point"}
 
     @rule()
     def workspace_moves(self) -> None:
@@ -938,7 +976,14 @@ class SegmentsMachine(_UserTree):
         for path in places:
             if os.path.islink(path) and _real_dirs_upto(self.co, path[len(self.co) + 1:]):
                 assert path in self.foreign, f"clean left aikito's link {path}"
-        assert not _cleaner(self.ws, self.co, how).plan().has_changes
+        again = _cleaner(self.ws, self.co, how).plan()
+        assert not again.has_changes
+        if self.runtime_mounted is not None:
+            # [L8]: the mount point stays, and the plan says so — every time.
+            assert os.path.isdir(self.runtime_mounted)
+            if not os.listdir(self.runtime_mounted):
+                assert self.runtime_mounted in {f.path for f in again.findings
+                                                if f.code == "clean.mount_point"}
 
     # -- invariants ----------------------------------------------------------------------
 
