@@ -61,6 +61,7 @@ def moved_root(moved_from: str | None, workspace: str) -> str | None:
         return None
     from aikito_mem.config.names import control_character
     from aikito_mem.planner.moved import normalise_old
+    from aikito_mem.world.observe import another_workspace
 
     old = normalise_old(moved_from)
     problem = None
@@ -70,9 +71,10 @@ def moved_root(moved_from: str | None, workspace: str) -> str | None:
         problem = "is not the absolute path of a directory"
     elif old == workspace:
         problem = "is the workspace itself"
-    elif _holds_workspace(old):
+    elif another_workspace(old, workspace):
         # A link into a workspace that still exists is that workspace's, never ours.
-        problem = "still holds a workspace (it has projects/): its links are its own"
+        problem = ("still holds a workspace other than this one (it has projects/): its "
+                   "links are its own")
     if problem is not None:
         raise ConfigError(
             f"--moved-from {moved_from!r} {problem}; expected the absolute path the "
@@ -81,11 +83,6 @@ def moved_root(moved_from: str | None, workspace: str) -> str | None:
     return old
 
 
-def _holds_workspace(root: str) -> bool:
-    from aikito_mem.layout import projects_root
-    from aikito_mem.world.observe import lstat
-
-    return lstat(projects_root(root)).exists
 
 
 def _moved_remedies(plan: Plan) -> Plan:
@@ -100,7 +97,10 @@ def _moved_remedies(plan: Plan) -> Plan:
     roots = suggested_roots(plan)
     if not roots:
         return plan
-    return moved_remedies(plan, {root for root in roots if not _holds_workspace(root)})
+    from aikito_mem.world.observe import another_workspace
+
+    return moved_remedies(plan, {root for root in roots
+                                 if not another_workspace(root, plan.workspace)})
 
 
 def _workspace(workspace: str | Workspace | None, environ: Mapping[str, str] | None

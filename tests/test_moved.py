@@ -203,16 +203,38 @@ def test_a_kill_between_the_fresh_link_and_the_rename_leaves_nothing_behind(
     assert w.literals()["AGENTS.md"] == f"{w.new}/projects/demo/AGENTS.md"
 
 
-def test_a_foreign_entry_at_a_relink_name_is_kept(w: World) -> None:
-    """Only a link whose literal is aikito's is a leftover; the user's own file at that
-    name is preserved, and the relink it stands in the way of stops, stale."""
-    temp = f"{w.co}/.agents/memory/{relink_name('g.md')}"
+@pytest.mark.parametrize(("rel", "segment"), [
+    (f".agents/memory/{relink_name('g.md')}", "memory"),
+    (f".agents/memory/team/{relink_name('a.md')}", "memory"),
+    (f".agents/skills/{relink_name('review')}", "skills"),
+    (relink_name("AGENTS.md"), "instructions"),
+])
+def test_a_foreign_entry_at_a_relink_name_is_a_conflict_dry_run_and_real_run_alike(
+        w: World, rel: str, segment: str) -> None:
+    """[L8]: the user's own file at aikito's temporary relink name is never touched and is
+    planned — a CONFLICT naming it, in the dry run and the real run alike — where the dry
+    run said 0 and every real run stopped stale (exit 3) at the relink."""
+    temp = f"{w.co}/{rel}"
     Path(temp).write_text("mine\n")
-    plan = w.project().plan(moved_from=w.old)
-    assert temp not in {op.target for op in plan.operations}
-    with pytest.raises(StalePlanError):
-        w.project().sync(moved_from=w.old)
-    assert Path(temp).read_text() == "mine\n"
+    before = snapshot(temp)
+    dry = invoke("--workspace", w.new, "sync", "project", "demo", "--moved-from", w.old,
+                 "--dry-run", "--json", catch=True)
+    real = invoke("--workspace", w.new, "sync", "project", "demo", "--moved-from", w.old,
+                  "--json", catch=True)
+    assert dry.exit_code == real.exit_code == 1, (dry.output, real.output)
+    for doc in (one_json(dry.stdout), one_json(real.stdout)):
+        conflicts = [op for op in doc["operations"] if op["action"] == "CONFLICT"]
+        assert [(op["target"], op["segment"]) for op in conflicts] == [(temp, segment)]
+        assert "relink name" in conflicts[0]["reason"]
+    assert snapshot(temp) == before  # byte- and inode-identical
+    # The other segments were relinked; the blocked one wrote nothing.
+    for path, src in MOVED.items():
+        blocked = (segment == "memory" and path.startswith(".agents/memory")) or (
+            segment == "skills" and path.startswith(".agents/skills")) or (
+            segment == "instructions" and path == "AGENTS.md")
+        assert w.literals()[path] == f"{w.old if blocked else w.new}/{src}"
+    os.unlink(temp)
+    assert w.project().sync(moved_from=w.old).outcome == "applied"
 
 
 # =================================================================== saved plans, guard

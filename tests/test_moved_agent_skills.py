@@ -36,11 +36,12 @@ class World:
         assert ws.project("demo").sync().success
         self.old = ws.root
         self.new = f"{ws.base}/ws-moved"
-        # The agent's own skill, and a link of the user's to another skill of the old root.
+        # The agent's own skill, and a link of the user's into the old root that is not
+        # the canonical path of its own place (another skill's: never aikito's, [L4]).
         own = Path(self.co, ".claude", "skills", "mine")
         own.mkdir()
         (own / "SKILL.md").write_text("# mine\n")
-        os.symlink(f"{self.old}/skills/other", f"{self.co}/.claude/skills/other")
+        os.symlink(f"{self.old}/skills/review", f"{self.co}/.claude/skills/other")
         os.rename(self.old, self.new)
 
     def project(self) -> Project:

@@ -87,13 +87,14 @@ class _Context:
         return self._skill_dirs
 
     def old_root_holds_a_workspace(self) -> bool:
-        """Whether ``--moved-from OLD`` still holds a workspace (``OLD/projects``): then
-        its links are its own and nothing of it is relinked ([L4])."""
+        """Whether ``--moved-from OLD`` still holds a workspace (``OLD/projects``) other
+        than this one by identity: then its links are its own and nothing of it is
+        relinked ([L4])."""
         if self._old_holds is None:
-            from aikito_mem.world.observe import lstat
+            from aikito_mem.world.observe import another_workspace
 
-            self._old_holds = self.moved_from is not None and lstat(
-                layout.projects_root(self.moved_from)).exists
+            self._old_holds = self.moved_from is not None and another_workspace(
+                self.moved_from, self.workspace)
         return self._old_holds
 
     def instruction_targets(self) -> frozenset[str]:
@@ -314,7 +315,11 @@ def _refuse(op: Operation, ctx: _Context, active: set[str],
         return f" removes {op.observed.describe()}; aikito only unlinks its own links"
     # A relink's temporary name ([L4]) is owned as the entry it stands for.
     allowed = rule.history(ctx, relink_target(rel) or rel)
-    if owns(op.observed.literal, op.target.rpartition("/")[0], allowed) is None:
+    literal = op.observed.literal
+    if owns(literal, op.target.rpartition("/")[0], allowed) is None and (
+            # [L4]: with --moved-from OLD, aikito's link under the old root is its own.
+            layout.moved_owner(literal, ctx.moved_from, ctx.workspace, allowed) is None
+            or ctx.old_root_holds_a_workspace()):
         return (f" removes a symlink to {op.observed.literal!r}, which aikito does not "
                 f"own; expected a link to {' or '.join(allowed)} ([O2])")
     return None

@@ -114,11 +114,13 @@ def _plan_target(checkout: str, source: InstructionSource,
                    observed=obs)
     blocked_parent, missing_parent = _on_the_way(target)
     if source.state is not InstructionState.CONTENT:
-        if owned and blocked_parent is None and not missing_parent:
+        # [L4]: with --moved-from, aikito's link to the same source under the old root.
+        into_old = not owned and moved is not None and obs.literal == moved[1]
+        if (owned or into_old) and blocked_parent is None and not missing_parent:
             why = "is empty" if source.state is InstructionState.EMPTY else "does not exist"
-            return _op(Action.UNLINK, checkout, rel,
-                       f"aikito's link to {src}, which {why}: not left dangling", src,
-                       observed=obs)
+            into = f" (into {moved[0]})" if into_old and moved else ""
+            return _op(Action.UNLINK, checkout, rel, f"aikito's link{into} to {src}, which "
+                       f"{why}: not left dangling", src, observed=obs)
         return None
     long = too_long(f"{checkout}/{rel}")
     if long is not None and obs.kind is Kind.ABSENT:  # [E5]: a target never to create
@@ -209,6 +211,18 @@ def plan_checkout(
             ops.append(_op(Action.UNLINK, checkout, relink_path(target.rel),
                            "the leftover of an interrupted relink", source.path,
                            observed=leftover))
+        elif leftover.exists:
+            # [L8]: anything else at aikito's temporary name is a CONFLICT, in the dry run
+            # as in the real run (a relink would stop at it, stale).
+            from aikito_mem.planner.remedies import relink_name_conflict
+
+            where = relink_path(target.rel)
+            reason, remedy = relink_name_conflict(f"{checkout}/{where}",
+                                                  f"{checkout}/{target.rel}", leftover)
+            ops.append(_op(Action.CONFLICT, checkout, where, reason, source.path,
+                           remedy=remedy, observed=leftover))
+            for prel, pobs in target.parents:
+                dirs.setdefault(prel, pobs)
         op = _plan_target(checkout, source, target, tracked, moved)
         if op is None:
             continue

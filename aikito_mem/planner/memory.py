@@ -106,8 +106,10 @@ class _CheckoutPlanner:
         self.desired, self.ancestors = wanted or _wanted(resources)
         self.ops: list[Operation] = []
         self.findings: list[Finding] = []
-        #: Entries the plan removes (unlinked links and pruned directories).
+        #: Entries the plan removes (unlinked links and pruned directories), and those
+        #: at aikito's temporary names that it does not own (CONFLICTs, [L8]).
         self.removed: set[str] = set()
+        self.blocked: set[str] = set()
 
     def target(self, rel: str) -> str:
         return f"{self.base}/{rel}"
@@ -117,9 +119,8 @@ class _CheckoutPlanner:
         return f"{self.base}/{parent}" if parent else self.base
 
     def op(self, action: Action, rule: str, rel: str, reason: str, **kw: object) -> None:
-        self.ops.append(
-            Operation(action, rule, self.view.path, self.target(rel), reason, **kw)  # type: ignore[arg-type]
-        )
+        self.ops.append(Operation(action, rule, self.view.path, self.target(rel), reason,
+                                  **kw))  # type: ignore[arg-type]
 
     # -- [P2] stale entries and pruning ------------------------------------------------
 
@@ -127,37 +128,43 @@ class _CheckoutPlanner:
         """Every entry that is not a desired target: aikito's stale links unlinked, the
         rest preserved with a finding; then the directories the unlinks empty pruned."""
         for rel, obs in self.entries.items():
-            if rel in self.desired or obs.kind is _DIR:
-                continue
-            if rel in self.ancestors:
+            if rel in self.desired or rel in self.ancestors:
                 # Not a stale entry ([P2]): an intermediate that is not a real directory is
                 # a CONFLICT of the resource below it ([O4]), even when it is aikito's link.
+                continue
+            base = relink_target(rel)  # a relink's temporary name ([L4]): owned as base
+            if obs.kind is _DIR and base is None:
                 continue
             if obs.kind is _LINK and entry_problem(rel) is None:
                 # [H3]: any name an owned link can have on disk is unlinked — the rule
                 # the writer's guard applies to the same target.
-                # A relink's temporary name ([L4]) is owned as the entry it stands for.
-                base = relink_target(rel)
                 cand = self.former(obs.literal, base or rel)
+                why = "no longer wanted: aikito's link for a reference that was removed"
+                if cand is None and self.moved_from is not None:  # [L4]: into the old root
+                    from aikito_mem.planner.moved import stale_owner
+
+                    cand, why = stale_owner(obs.literal, self.moved_from, self.workspace,
+                                            history(self.workspace, base or rel,
+                                                    self.notes_history), "a reference")
                 if cand is not None:
                     self.removed.add(rel)
-                    self.op(Action.UNLINK, R_STALE, rel,
-                            "no longer wanted: aikito's link for a reference that was removed"
-                            if base is None else
+                    self.op(Action.UNLINK, R_STALE, rel, why if base is None else
                             "the leftover of an interrupted relink", source=cand, observed=obs)
                     continue
-            if rel == INDEX_NAME and obs.kind is Kind.FILE and self.view.index_anchor:
-                # The descriptor's anchor (see CheckoutView.index_anchor): not a stray file.
-                self.findings.append(Finding(
-                    "memory.index_anchor", "info",
-                    f"kept {self.target(rel)}: the memory index of this checkout's memory "
-                    f"descriptor ({self.view.path}/{DESCRIPTOR} has a memory: block)",
-                    self.target(rel),
-                ))
-                continue
-            from aikito_mem.planner.remedies import foreign_finding  # a foreign entry only
+            if base is not None:  # [L8]: not aikito's, at its own temporary name
+                from aikito_mem.planner.remedies import relink_name_conflict
 
-            self.findings.append(foreign_finding(self.target(rel), obs))
+                self.blocked.add(rel)
+                why, remedy = relink_name_conflict(self.target(rel), self.target(base), obs)
+                self.op(Action.CONFLICT, R_PRESERVE, rel, why, remedy=remedy, observed=obs)
+                continue
+            from aikito_mem.planner import remedies  # a foreign entry only
+
+            # The descriptor's anchor (see CheckoutView.index_anchor): not a stray file.
+            self.findings.append(
+                remedies.anchor_finding(self.target(rel), f"{self.view.path}/{DESCRIPTOR}")
+                if rel == INDEX_NAME and obs.kind is Kind.FILE and self.view.index_anchor
+                else remedies.foreign_finding(self.target(rel), obs))
         self.plan_prunes()
 
     def plan_prunes(self) -> None:
@@ -165,7 +172,8 @@ class _CheckoutPlanner:
         # A directory on the way to a desired target, or at one (a CONFLICT, [P1]), is
         # never pruned: only the others are looked at, and their children listed.
         dirs = [rel for rel, obs in self.entries.items() if obs.kind is _DIR
-                and rel not in self.ancestors and rel not in self.desired]
+                and rel not in self.ancestors and rel not in self.desired
+                and rel not in self.blocked]
         if not dirs:
             return
         dirs.sort(key=lambda r: (-r.count("/"), r))
@@ -175,13 +183,9 @@ class _CheckoutPlanner:
         for rel in dirs:
             kids = children.get(rel, [])
             if not kids:
-                self.findings.append(Finding(
-                    "memory.empty_directory", "warning",
-                    f"preserved empty directory {self.target(rel)}: aikito removes only "
-                    "directories its own unlinks empty (an interrupted run can leave "
-                    "one behind) — rmdir it yourself if it is not needed",
-                    self.target(rel),
-                ))
+                from aikito_mem.planner.remedies import empty_directory_finding
+
+                self.findings.append(empty_directory_finding(self.target(rel)))
                 continue
             if all(k in self.removed for k in kids):
                 self.removed.add(rel)

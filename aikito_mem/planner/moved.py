@@ -27,18 +27,29 @@ from collections.abc import Iterable
 
 import attrs
 
-from aikito_mem.layout import moved_literal, relink_target
+from aikito_mem.layout import moved_literal, moved_owner, relink_target
 from aikito_mem.model import Action, Kind, Observed, Plan
 from aikito_mem.planner import R_MOVED
 
 __all__ = ["R_MOVED", "moved_literal", "moved_remedies", "normalise_old", "old_root",
-           "relink_target", "suggested_roots"]
+           "relink_target", "stale_owner", "suggested_roots"]
 
 
 def normalise_old(old: str) -> str:
     """``OLD`` as the flag gives it, without trailing ``/`` (``/`` itself stays)."""
     stripped = old.rstrip("/")
     return stripped or "/"
+
+
+def stale_owner(literal: str | None, moved_from: str, workspace: str,
+                candidates: Iterable[str], what: str) -> tuple[str | None, str]:
+    """[L4]: (the candidate, the UNLINK's reason) of a stale link whose literal is the old
+    root ``moved_from`` + the canonical remainder of its own place — aikito's link for
+    ``what`` ("a reference", "a skill") the user has since removed: with ``--moved-from``
+    the engine's as much as a current one (``None``: not such a link)."""
+    return (moved_owner(literal, moved_from, workspace, candidates),
+            f"no longer wanted: aikito's link (into {moved_from}) for {what} that was "
+            "removed")
 
 
 def old_root(observed: Observed, source: str | None, workspace: str) -> str | None:

@@ -183,14 +183,15 @@ def instructions_to_plan(source: InstructionSource, view: InstructionsView) -> b
     """Whether the instructions planner has anything to plan in an active checkout: a
     link at the legacy ``.agents/AGENTS.md`` (aikito's is retired), an instruction target
     while ``AGENTS.md`` has content (or is unsafe), else a link at a target or at its
-    relink name (aikito's is unlinked: not left dangling).  Otherwise it plans nothing,
+    relink name (aikito's is unlinked: not left dangling; anything else there is a
+    CONFLICT, [L8]).  Otherwise it plans nothing,
     and is not even imported ([§12]: a memory-only project)."""
     link = Kind.LINK
     if view.legacy.kind is link:
         return True
     if source.state is InstructionState.CONTENT or source.state is InstructionState.UNSAFE:
         return bool(view.targets)
-    return any(t.observed.kind is link or t.relink.kind is link for t in view.targets)
+    return any(t.observed.kind is link or t.relink.exists for t in view.targets)
 
 
 def _skills(checkout: str, agents: Observed, view: SkillsView, skills: tuple[Resource, ...],

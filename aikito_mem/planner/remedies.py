@@ -73,3 +73,30 @@ def foreign_finding(target: str, obs: Observed) -> Finding:
         "untouched (remove it yourself if it is not needed)",
         target,
     )
+
+
+def relink_name_conflict(target: str, stands_for: str, obs: Observed) -> tuple[str, str]:
+    """[L8]: (reason, remedy) of the CONFLICT of an entry aikito does not own at one of its
+    own temporary names — a relink's ``.NAME.aikito-relink`` ([L4]), where a relink of
+    ``stands_for`` makes its fresh link: planned, so the dry run and the real run agree
+    (the relink would stop at it, stale, every run)."""
+    return (f"found {obs.describe()} at aikito's temporary relink name for {stands_for}; "
+            "aikito makes a relink's fresh link under that name and never replaces what it "
+            "does not own",
+            f"rename or remove {quote(target)} (the name is aikito's own: "
+            ".NAME.aikito-relink), then run again")
+
+
+def anchor_finding(target: str, descriptor: str) -> Finding:
+    """[P2]: the memory index a memory descriptor anchors in ``.agents/memory``, kept."""
+    return Finding("memory.index_anchor", "info",
+                   f"kept {target}: the memory index of this checkout's memory descriptor "
+                   f"({descriptor} has a memory: block)", target)
+
+
+def empty_directory_finding(target: str) -> Finding:
+    """[P2]: an empty directory the plan's own unlinks did not empty, preserved."""
+    return Finding("memory.empty_directory", "warning",
+                   f"preserved empty directory {target}: aikito removes only directories "
+                   "its own unlinks empty (an interrupted run can leave one behind) — rmdir "
+                   "it yourself if it is not needed", target)

@@ -14,6 +14,7 @@ from aikito_mem.layout import (
     AGENTS_DIR,
     SKILLS_DIR,
     moved_literal,
+    moved_owner,
     relink_base,
     skill_source,
     skill_target,
@@ -85,19 +86,33 @@ def offline(checkout: str, reason: str, skills: tuple[Resource, ...]) -> list[Op
 
 def _stale(checkout: str, base: str, name: str, obs: Observed, workspace: str,
            ops: list[Operation], findings: list[Finding], *, rule: str = R_SKILL,
-           whose: str | None = None) -> None:
-    """An entry of a skills directory no skill selects: aikito's link unlinked, anything
-    else preserved with a warning (``whose``: the agent's own directory, [N1])."""
+           whose: str | None = None, moved_from: str | None = None) -> None:
+    """An entry of a skills directory no skill selects: aikito's link unlinked (also one
+    into the old root ``moved_from`` names, [L4]), an entry aikito does not own at its
+    relink name a CONFLICT ([L8]), anything else preserved with a warning (``whose``:
+    the agent's own directory, [N1])."""
     target = f"{base}/{name}"
     # A relink's temporary name ([L4]) is owned as the skill it stands for.
     stands_for = relink_base(name)
     source = skill_source(workspace, stands_for or name)
-    if obs.kind is Kind.LINK and entry_problem(name, single=True) is None and owns(
-            obs.literal, base, (source,)) is not None:
+    if obs.kind is Kind.LINK and entry_problem(name, single=True) is None:
         # [H3]: whatever bytes its name holds — the writer's guard applies this rule.
-        ops.append(_op(Action.UNLINK, checkout, target,
-                       "no longer wanted: aikito's link for a skill that was removed"
-                       if stands_for is None else "the leftover of an interrupted relink",
+        owned = owns(obs.literal, base, (source,)) is not None
+        moved = not owned and moved_owner(obs.literal, moved_from, workspace,
+                                          (source,)) is not None
+        if owned or moved:
+            ops.append(_op(Action.UNLINK, checkout, target,
+                           "the leftover of an interrupted relink" if stands_for else
+                           f"no longer wanted: aikito's link (into {moved_from}) for a skill "
+                           "that was removed" if moved else
+                           "no longer wanted: aikito's link for a skill that was removed",
+                           resource=name, source=source, observed=obs, rule=rule))
+            return
+    if stands_for is not None:
+        from aikito_mem.planner.remedies import relink_name_conflict
+
+        reason, remedy = relink_name_conflict(target, f"{base}/{stands_for}", obs)
+        ops.append(_op(Action.CONFLICT, checkout, target, reason, remedy=remedy,
                        resource=name, source=source, observed=obs, rule=rule))
         return
     # No remedy: an agent's own skill (often committed to git, which is not asked about
@@ -210,7 +225,7 @@ def table(
     for name, obs in listing:
         if name not in selected:
             _stale(checkout, base, name, obs, workspace, ops, findings, rule=rule,
-                   whose=whose)
+                   whose=whose, moved_from=moved_from)
     for res in skills:
         obs = entries.get(res.name, ABSENT)
         op = _target(checkout, base, res, obs, workspace, config_path, rule=rule,
