@@ -23,7 +23,6 @@ from aikito_mem.config.projects import load_project_config, read_config_bytes
 from aikito_mem.errors import ConfigError, NoProjectHereError
 from aikito_mem.executor.execute import execute, planned_result
 from aikito_mem.executor.lock import DEFAULT_TIMEOUT, Locks, check_timeout
-from aikito_mem.fsutil import sha256_hex
 from aikito_mem.model import (
     Action,
     CheckoutState,
@@ -340,7 +339,7 @@ class Project:
         """``self`` when ``agent.toml`` still has the bytes it was loaded from, else a
         project loaded from the new bytes (parsed only then: [P6])."""
         data, project_dir, config_path = read_config_bytes(self.workspace, self.name)
-        if sha256_hex(data) == self.config.sha256:
+        if data == self.config.data:
             return self
         config = parse_project_config(data, name=self.name, project_dir=project_dir,
                                       config_path=config_path, home=self._home())

@@ -8,9 +8,8 @@ document.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
-
-from aikito_mem.values import StrWords
 
 #: Stable exit codes (SPEC §9).  Keep in sync with the README table.
 EXIT_OK = 0
@@ -197,7 +196,7 @@ def exit_code_for(error: BaseException) -> int:
     return EXIT_FAILED
 
 
-class Outcome(StrWords):
+class Outcome(StrEnum):
     """How a sync, a dry run or an apply ended: the ``outcome`` word of its JSON document
     (SPEC §9).  A ``str`` enum, so it compares equal to the bare words used elsewhere."""
 

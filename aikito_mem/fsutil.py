@@ -80,20 +80,11 @@ def describe_mode(mode: int) -> str:
 
 def sha256_hasher(data: bytes = b"") -> Any:
     """A fresh incremental sha256 object (``update`` / ``hexdigest``) fed ``data`` — the
-    one sha256 loader of the package.
+    one sha256 loader of the package.  ``hashlib`` is imported by the first call (it
+    loads OpenSSL, about 3 ms): a plain sync compares bytes and hashes nothing ([§12])."""
+    import hashlib
 
-    Uses CPython's built-in ``_sha256`` (3.11) / ``_sha2`` (3.12+) module when present:
-    importing ``hashlib`` loads OpenSSL, about 3 ms of every start-up; the digest is the
-    same.
-    """
-    try:
-        from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        try:
-            from _sha2 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
-        except ImportError:
-            from hashlib import sha256  # type: ignore[assignment,unused-ignore]
-    return sha256(data)
+    return hashlib.sha256(data)
 
 
 def sha256_hex(data: bytes) -> str:

@@ -9,15 +9,16 @@ around (and saved) without anyone being able to change what it was planned again
 
 from __future__ import annotations
 
+from enum import Enum, StrEnum
 from typing import Any
 
 import attrs
 from attrs import frozen
 
-from aikito_mem.values import PlanKind, Record, StrWords, Value, Words
+from aikito_mem.values import PlanKind, Record, Value
 
 
-class Action(Words):
+class Action(Enum):
     """The closed set of things a plan can say about one runtime path ([P1])."""
 
     CREATE = "CREATE"
@@ -27,7 +28,7 @@ class Action(Words):
     SKIP = "SKIP"
 
 
-class Kind(Words):
+class Kind(Enum):
     """What ``lstat`` found at a path."""
 
     ABSENT = "absent"
@@ -44,7 +45,7 @@ class Kind(Words):
     MOUNT = "mount point"
 
 
-class Status(Words):
+class Status(Enum):
     """What became of one operation ([E5], SPEC §9)."""
 
     PLANNED = "planned"
@@ -55,13 +56,13 @@ class Status(Words):
     SKIPPED = "skipped"
 
 
-class CheckoutState(Words):
+class CheckoutState(Enum):
     ACTIVE = "active"
     OFFLINE = "offline"
     INVALID = "invalid"
 
 
-class SegmentName(Words):
+class SegmentName(Enum):
     """The engines of one project sync, in execution order ([E8], §13)."""
 
     SKILLS = "skills"
@@ -140,13 +141,21 @@ class ProjectConfig(Record):
     candidates: tuple[Candidate, ...]
     #: Warnings found while loading (did-you-mean keys, non-absolute paths…).
     findings: tuple[Finding, ...]
-    #: sha256 hex digest of the exact bytes parsed.
-    sha256: str
+    #: The exact bytes parsed: a sync compares the live bytes with them, it hashes none.
+    data: bytes
     #: The ``skills`` list, as written ([G1]).
     skills: tuple[str, ...] = ()
     #: ``worktrees = true``: every linked git worktree of each active registered
     #: checkout is a checkout too ([L6]).
     worktrees: bool = False
+
+    @property
+    def sha256(self) -> str:
+        """The sha256 hex digest of :attr:`data`: what a registration's compare-and-swap
+        and a saved plan record ([K4]); computed when asked, never on a plain sync."""
+        from aikito_mem.fsutil import sha256_hex
+
+        return sha256_hex(self.data)
 
 
 class SourceCheck(Record):
@@ -239,8 +248,10 @@ class Plan(Value):
     register: str | None = None
     #: sha256 of ``agent.toml`` bytes, recorded when registration is planned.
     config_sha256: str | None = None
-    #: sha256 of the ``agent.toml`` bytes the plan was made from (always recorded): when
-    #: the live bytes still match, the memory list and candidates cannot have changed.
+    #: sha256 of the ``agent.toml`` bytes the plan was made from, when recorded (a
+    #: registration's plan, a clean's): when the live bytes still match, the memory list
+    #: and candidates cannot have changed.  Without it, verification parses the live
+    #: bytes and compares what the plan read of them.
     config_digest: str | None = None
     #: ``HOME`` used to expand ``~`` in checkout paths (re-used when re-parsing).
     home: str | None = None
@@ -281,11 +292,12 @@ class Plan(Value):
 
     def summary(self, segment: SegmentName | None = None) -> dict[str, int]:
         """Counts per action word, of every segment or of ``segment`` only ([G6])."""
-        counts = {"CREATE": 0, "NOOP": 0, "UNLINK": 0, "CONFLICT": 0, "SKIP": 0}
+        order = (Action.CREATE, Action.NOOP, Action.UNLINK, Action.CONFLICT, Action.SKIP)
+        counts = dict.fromkeys(order, 0)
         for op in self.operations:
             if segment is None or op.segment is segment:
-                counts[op.action._value_] += 1  # the plain attribute: Enum.value is slow
-        return {word.lower(): n for word, n in counts.items()}
+                counts[op.action] += 1
+        return {action.value.lower(): n for action, n in counts.items()}
 
     def segment_active(self, segment: SegmentName) -> bool:
         """[G6]: a segment is active when it has at least one operation or finding."""
@@ -382,7 +394,7 @@ class ResourceSet(Record):
 # -- skills and project instructions (§13) -----------------------------------------------
 
 
-class InstructionState(Words):
+class InstructionState(Enum):
     """What ``<ws>/projects/<p>/AGENTS.md`` is, as far as a sync may know ([G3])."""
 
     ABSENT = "absent"
@@ -403,7 +415,7 @@ class InstructionSource(Record):
     checks: tuple[SourceCheck, ...] = ()
 
 
-class Severity(StrWords):
+class Severity(StrEnum):
     """How serious a finding or a doctor check is.  A ``str`` enum: ``Finding.severity``
     may hold the bare word or the member alike."""
 

@@ -171,24 +171,23 @@ def segment_results(
     """
     if blocked is None:
         blocked = plan.blocked_segments
-    # Keyed by the segment's word: an enum member hashes through Python code ([§12]).
     #: The segments with an operation: active without a look at the findings ([G6]).
-    present = {op.segment._value_ for op in plan.operations}
-    writes: dict[str, list[int]] = {}
+    present = {op.segment for op in plan.operations}
+    writes: dict[SegmentName, list[int]] = {}
     if applied or halted is not None or stopped is not None:  # else no word reads them
         create, unlink = Action.CREATE, Action.UNLINK
         for i, op in enumerate(plan.operations):
             if op.action is create or op.action is unlink:
-                writes.setdefault(op.segment._value_, []).append(i)
+                writes.setdefault(op.segment, []).append(i)
     quiet = "planned" if dry_run else "unchanged"
     out = []
     for rank, seg in enumerate(SEGMENT_ORDER):
-        name = seg._value_
-        active = name in present
+        name = seg.value
+        active = seg in present
         if not active:  # Plan.segment_active, its operations already read: a finding?
             prefix = f"{name}."
             active = any(f.code.startswith(prefix) for f in plan.findings)
-        own = writes.get(name, ())
+        own = writes.get(seg, ())
         if not active:
             word, ok = quiet, True
         elif blocked and seg in blocked:

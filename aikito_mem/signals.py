@@ -15,14 +15,11 @@ kills the process silently:
 
 The command line turns the error into exit 130 / 143 and its one JSON document.
 Installing is a no-op outside the main thread (Python delivers signals only there).
-
-Handlers are installed through the interpreter's built-in ``_signal`` module, the one the
-standard ``signal`` module wraps: the same calls, without the three enum classes that
-``signal`` builds at import — a cost every command would pay first ([§12]).
 """
 
 from __future__ import annotations
 
+import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,13 +28,8 @@ from typing import Any
 
 from aikito_mem.errors import InterruptedError_
 
-try:  # CPython's built-in module (``signal`` re-exports it, wrapping values in enums)
-    import _signal as _os  # type: ignore[import-not-found,unused-ignore]
-except ImportError:  # pragma: no cover - another interpreter
-    import signal as _os
-
-SIGINT: int = int(_os.SIGINT)
-SIGTERM: int = int(_os.SIGTERM)
+SIGINT: int = int(signal.SIGINT)
+SIGTERM: int = int(signal.SIGTERM)
 _SIGNALS = (SIGINT, SIGTERM)
 _NAMES = {SIGINT: "SIGINT", SIGTERM: "SIGTERM"}
 
@@ -47,8 +39,6 @@ def signal_name(signum: int) -> str:
     any other)."""
     name = _NAMES.get(signum)
     if name is None:
-        import signal
-
         name = signal.Signals(signum).name
     return name
 
@@ -101,7 +91,7 @@ def install() -> None:
     if _state.depth == 0:
         _state.received = None
         for sig in _SIGNALS:
-            _state.old[sig] = _os.signal(sig, _handler)
+            _state.old[sig] = signal.signal(sig, _handler)
     _state.depth += 1
 
 
@@ -111,7 +101,7 @@ def uninstall() -> None:
     _state.depth -= 1
     if _state.depth == 0:
         for sig, old in _state.old.items():
-            _os.signal(sig, old)
+            signal.signal(sig, old)
         _state.old.clear()
         _state.received = None
         _state.waiting = 0

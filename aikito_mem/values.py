@@ -1,5 +1,5 @@
-"""The value classes' shared methods, :class:`Record`, the cheap way to declare one, and
-:class:`Words` / :class:`StrWords`, the bases of the package's enums ([§12]).
+"""The value classes' shared methods and :class:`Record`, the cheap way to declare one
+([§12]).
 
 Two kinds of frozen, slotted value class share the one ``__eq__``, ``__hash__`` and
 ``__repr__`` of :class:`Value` (they mean what attrs' own mean):
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast, dataclass_transform
 import attrs
 from attrs.exceptions import FrozenInstanceError
 
-__all__ = ["NOTHING", "Field", "PlanKind", "Record", "StrWords", "Value", "Words", "asdict",
+__all__ = ["NOTHING", "Field", "PlanKind", "Record", "Value", "asdict",
            "fields", "is_value_class", "record", "replace"]
 
 T = TypeVar("T")
@@ -39,112 +39,7 @@ T = TypeVar("T")
 NOTHING: Any = attrs.NOTHING
 
 
-# -- enums ---------------------------------------------------------------------------------
-
-#: CPython's builder of its standard library's enums (``re``, ``http``…): the class an enum's
-#: class statement builds, without ``EnumType``'s machinery.  ``None`` on a Python without.
-_SIMPLE_ENUM: Callable[..., Callable[[Any], Any]] | None = getattr(enum, "_simple_enum", None)
-#: The names of each enum base's attributes (its MRO's), which no member may take.
-_RESERVED: dict[type, frozenset[str]] = {}
-
-
-def _refuse_words(qualname: str, etype: type, namespace: dict[str, Any]) -> None:
-    """A ``TypeError`` for what the simple builder would build otherwise than the class
-    statement, or not at all: a sunder or private name (``_order_``, ``_ignore_``,
-    ``__x``), ``__new__``, a value not a ``str`` (``auto()``), an alias, a member named
-    like an attribute of the base (``name``, ``value``, a ``str`` method).  Other dunder
-    names (a statement's own, a method) are class attributes on both paths."""
-    reserved = _RESERVED.get(etype)
-    if reserved is None:
-        reserved = _RESERVED[etype] = frozenset().union(*map(vars, etype.__mro__))
-    values: set[str] = set()
-    for key, value in namespace.items():
-        if key[:1] == "_":
-            if len(key) > 4 and key[:2] == "__" == key[-2:] and key != "__new__":
-                continue
-            raise TypeError(f"enum {qualname}: {key!r}: an enum of words declares no "
-                            "sunder or private name, nor __new__")
-        if type(value) is not str:
-            if any(hasattr(value, n) for n in ("__get__", "__set__", "__delete__")):
-                continue  # a method or a property, as the ordinary enum keeps it
-            raise TypeError(f"enum {qualname}: the value of {key!r}, {value!r}, is not a "
-                            "str; an enum of words has string values (no auto())")
-        if value in values:
-            raise TypeError(f"enum {qualname}: {key!r} repeats the value {value!r}; "
-                            "an enum of words has no aliases")
-        if key in reserved:
-            raise TypeError(f"enum {qualname}: the member {key!r} is named like an "
-                            f"attribute of {etype.__name__}")
-        values.add(value)
-
-
-class _Namespace:
-    """What ``enum._simple_enum`` reads of a class (``__name__``, ``__dict__``), unbuilt."""
-
-    __slots__ = ("__dict__", "__name__")
-    __name__: str
-
-
-def _build_words(etype: type, name: str, namespace: dict[str, Any]) -> Any:
-    """The enum ``class name(etype)`` with ``namespace`` declares: by the simple builder,
-    then made what the class statement makes (each member an attribute of its class, no
-    redirecting property; no docstring where none was written); else by ``EnumType``."""
-    _refuse_words(namespace.get("__qualname__", name), etype, namespace)
-    if _SIMPLE_ENUM is None:
-        meta: Any = type(etype)
-        classdict = meta.__prepare__(name, (etype,))
-        classdict.update(namespace)  # its update sets each name as the statement would
-        return meta(name, (etype,), classdict)
-    plain = _Namespace()
-    plain.__name__ = name
-    plain.__dict__ = namespace
-    cls = _SIMPLE_ENUM(etype)(plain)
-    setattr_ = type.__setattr__  # EnumType's own refuses to rebind a member's name
-    any(map(setattr_, _repeat(cls), cls._member_map_, cls._member_map_.values()))
-    if "__doc__" not in namespace:
-        setattr_(cls, "__doc__", None)
-    return cls
-
-
-class _WordsMeta(type):
-    """The metaclass of :class:`Words` / :class:`StrWords`: a class statement on one yields
-    an ``enum.Enum`` (``enum.StrEnum``) of type ``EnumType`` with that base alone
-    (:func:`_build_words`); both answer ``isinstance``/``issubclass`` as that base."""
-
-    def __new__(mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any],
-                /, **kwargs: Any) -> Any:
-        if not bases:  # Words and StrWords themselves
-            return super().__new__(mcls, name, bases, namespace, **kwargs)
-        if len(bases) != 1 or not isinstance(bases[0], _WordsMeta) or kwargs:
-            raise TypeError(f"enum {namespace.get('__qualname__', name)}: an enum of words "
-                            "derives from Words or StrWords alone, with no class keyword")
-        return _build_words(bases[0]._words_base_, name, namespace)
-
-    def __instancecheck__(cls, instance: Any) -> bool:
-        return isinstance(instance, cls._words_base_)
-
-    def __subclasscheck__(cls, subclass: type) -> bool:
-        return issubclass(subclass, cls._words_base_)
-
-    _words_base_: type
-
-
-if TYPE_CHECKING:  # to the type checker, every enum of the package is a checked enum
-    from enum import Enum as Words
-    from enum import StrEnum as StrWords
-else:
-    class Words(metaclass=_WordsMeta):
-        """The base of the package's enums: ``class Kind(Words)`` is an ``enum.Enum``."""
-
-        _words_base_ = enum.Enum
-
-    class StrWords(metaclass=_WordsMeta):
-        """The base of its ``str`` enums: ``class Outcome(StrWords)``, an ``enum.StrEnum``."""
-
-        _words_base_ = enum.StrEnum
-
-
-class PlanKind(Words):
+class PlanKind(enum.Enum):
     """What a plan is for: a sync ([P1]–[P5]) or a clean ([L3]); the writer's guard
     judges each write by the rules of its kind ([E9]).  (Here, beside :class:`Value`:
     the model is at its size.)"""

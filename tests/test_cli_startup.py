@@ -77,12 +77,12 @@ def _assert_plain_sync(imported: set[str]) -> None:
     # Text output: no JSON encoder, no shell quoting, no completion machinery; nothing
     # occupied, so no question to git ([L1]) and no subprocess machinery.
     # The output width is read without ``shutil`` (and the compression modules it brings).
-    # The signal record installs its handlers through the built-in ``_signal`` ([E5]), not
-    # ``signal`` and the enum classes it builds.
+    # A plain sync compares agent.toml's bytes and hashes nothing: no ``hashlib`` (it
+    # loads OpenSSL); a registration's compare-and-swap and a saved plan hash ([K4]).
     # click's own texts go through gettext, which imports ``locale``: the command line
     # makes its help and version options without it (the tool is not translated).
     extras = {"json", "shlex", "click.shell_completion", "aikito_mem.world.git",
-              "subprocess", "shutil", "signal", "locale"}
+              "subprocess", "shutil", "locale", "hashlib", "_hashlib"}
     assert not extras & imported, sorted(extras & imported)
     # Rooms only a rarer branch needs: shell completion (only when a shell asks), the
     # relink of --moved-from ([L4]), the per-agent skills directories ([N1]: none in the

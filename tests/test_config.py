@@ -65,7 +65,7 @@ def test_minimal_config() -> None:
         memory=(),
         candidates=(),
         findings=(),
-        sha256=hashlib.sha256(b"").hexdigest(),
+        data=b"",
     )
 
 

@@ -29,7 +29,7 @@ def remedy(res: Resource, found: Observed) -> str:
     view = CheckoutView("1", CO, CheckoutState.ACTIVE, None, DIR, DIR, DIR,
                         ((res.rel, found),))
     config = ProjectConfig("p", f"{WS}/projects/p", f"{WS}/projects/p/agent.toml",
-                           (res.name,), (Candidate("1", CO, CO, True),), (), "0" * 64)
+                           (res.name,), (Candidate("1", CO, CO, True),), (), b"")
     plan = build_plan(config=config, workspace=WS, workspace_source="option",
                       resources=resources, checkouts=(view,))
     (op,) = [op for op in plan.operations if op.action is Action.CONFLICT]

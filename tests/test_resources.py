@@ -636,7 +636,7 @@ def test_a_directory_on_the_way_is_checked_once_for_every_source_below_it(
     w.add_file("team/t0/b.md")
     config = ProjectConfig("demo", f"{w.root}/projects/demo",
                            f"{w.root}/projects/demo/agent.toml",
-                           ("team/t0/a.md", "team/t0/b.md"), (), (), "0" * 64)
+                           ("team/t0/a.md", "team/t0/b.md"), (), (), b"")
     a, b = resolve(config, w.root, Observer()).resources
     assert [c.path for c in a.checks[:-1]] == [c.path for c in b.checks[:-1]] == [
         f"{w.root}/memory", f"{w.root}/memory/team", f"{w.root}/memory/team/t0"]

@@ -53,8 +53,7 @@ def test_deferred_only_records_even_inside_interruptible():
 
 
 def test_the_record_names_its_signals_as_the_signal_module_does():
-    """The record works through the built-in ``_signal`` module ([§12]): its signal
-    numbers and names are the ``signal`` module's."""
+    """The record's signal numbers and names are the ``signal`` module's."""
     assert (signals.SIGINT, signals.SIGTERM) == (signal.SIGINT, signal.SIGTERM)
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         assert signals.signal_name(signum) == signal.Signals(signum).name

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from enum import Enum
 
 from attrs import frozen
 
@@ -28,7 +29,6 @@ from aikito_mem.config.registry import AgentEntry, Detect, Registry
 from aikito_mem.errors import AikitoError, ConfigError
 from aikito_mem.layout import AGENTS_ROOT, agents_root
 from aikito_mem.model import Finding
-from aikito_mem.values import Words
 
 __all__ = [
     "AddStatus",
@@ -74,7 +74,7 @@ class AgentsReport:
         return 0 if self.error is None else self.error.exit_code
 
 
-class AddStatus(Words):
+class AddStatus(Enum):
     CREATED = "created"
     EXISTED = "existed"
     #: A dry run's "would create" (and, in a failed run's report, "not created").

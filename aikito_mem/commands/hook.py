@@ -25,12 +25,12 @@ import contextlib
 import errno
 import os
 import stat
+from enum import Enum
 
 import attrs
 
 from aikito_mem import fsutil, signals
 from aikito_mem.errors import EXIT_CONFLICT, EXIT_OK, AikitoError, ConfigError, exit_code_for
-from aikito_mem.values import Words
 
 HOOK_NAME = "post-checkout"
 #: Largest hook file read to compare it (bytes).
@@ -61,12 +61,12 @@ exit 0
 """
 
 
-class HookAction(Words):
+class HookAction(Enum):
     INSTALL = "install"
     UNINSTALL = "uninstall"
 
 
-class HookOutcome(Words):
+class HookOutcome(Enum):
     """What became of the hook."""
 
     CREATED = "created"

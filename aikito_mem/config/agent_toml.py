@@ -42,7 +42,6 @@ from aikito_mem.config.names import (
     reference_problem,
 )
 from aikito_mem.errors import ConfigError
-from aikito_mem.fsutil import sha256_hex
 from aikito_mem.model import Finding, ProjectConfig
 
 __all__ = [
@@ -420,7 +419,6 @@ def parse_project_config(
     ``home`` expands ``~`` in checkout paths (an empty or relative ``home`` expands
     nothing).
     """
-    digest = sha256_hex(data)
     doc = _parse_toml(_decode(data, config_path), config_path)
     findings: list[Finding] = []
     _check_keys(doc, config_path, findings)
@@ -439,7 +437,7 @@ def parse_project_config(
         memory=memory,
         candidates=found,
         findings=tuple(findings),
-        sha256=digest,
+        data=data,
         skills=skills,
         worktrees=worktrees,
     )

@@ -29,17 +29,16 @@ def live_config(plan: Plan, environ: Mapping[str, str] | None, known: ProjectCon
     """The configuration of the live ``agent.toml`` bytes, and the home directory ``~``
     is expanded with: the home of the run's environment ([H5]).  ``known`` (the engine's
     own parse, with the ``known_home`` it expanded ``~`` with) is re-used only when the
-    live bytes are exactly its bytes — keyed by their digest, never by anything the plan
-    claims ([P6]) — and it was parsed with that same home."""
+    live bytes are exactly its bytes — compared byte for byte, never by anything the
+    plan claims ([P6]) — and it was parsed with that same home."""
     from aikito_mem.config.agent_toml import parse_project_config
     from aikito_mem.config.discovery import home_directory
     from aikito_mem.config.projects import read_config_bytes
-    from aikito_mem.fsutil import sha256_hex
 
     data, project_dir, config_path = read_config_bytes(plan.workspace, plan.project)
     home = home_directory(environ)
     if (known is not None and (known_home or "") == (home or "")
-            and (known.config_path, known.sha256) == (config_path, sha256_hex(data))):
+            and known.config_path == config_path and known.data == data):
         return known, home
     return parse_project_config(data, name=plan.project, project_dir=project_dir,
                                 config_path=config_path, home=home or ""), home

@@ -115,10 +115,11 @@ def _config_differences(plan: Plan) -> list[str]:
     except ConfigError as exc:
         return [f"agent.toml can no longer be read: {exc.message}"]
     diffs: list[str] = []
-    digest = sha256_hex(data)
+    recorded = plan.config_sha256 is not None or plan.config_digest is not None
+    digest = sha256_hex(data) if recorded else None
     if plan.config_sha256 is not None and digest != plan.config_sha256:
         diffs.append(f"agent.toml bytes changed since planning ({plan.config_path})")
-    if digest == plan.config_digest:
+    if digest is not None and digest == plan.config_digest:
         return diffs
     try:
         config = parse_project_config(data, name=plan.project, project_dir=project_dir,

@@ -465,6 +465,8 @@ def build_plan(
     workspace's old root of ``--moved-from`` ([L4]).  Pure."""
     ops: list[Operation] = []
     findings: list[Finding] = [*config.findings, *resources.findings]
+    # The bytes are hashed only for a registration's compare-and-swap ([K4]).
+    digest = config.sha256 if register is not None else None
     planned: list[CheckoutPlan] = []
     wanted = _wanted(resources)
     for view in checkouts:
@@ -492,8 +494,8 @@ def build_plan(
         findings=tuple(findings),
         explicit_path=explicit_path,
         register=register,
-        config_sha256=config.sha256 if register is not None else None,
-        config_digest=config.sha256,
+        config_sha256=digest,
+        config_digest=digest,
         home=home,
         worktrees=config.worktrees,
         moved_from=moved_from,

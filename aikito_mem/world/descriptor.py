@@ -31,6 +31,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+from enum import Enum
 from typing import Any, TypeGuard
 
 import attrs
@@ -38,7 +39,7 @@ import attrs
 from aikito_mem import fsutil
 from aikito_mem.layout import AGENTS_DIR, DESCRIPTOR, DESCRIPTOR_NAME, MEMORY_DIR, VAULT_DIR
 from aikito_mem.model import Finding
-from aikito_mem.values import Words, asdict
+from aikito_mem.values import asdict
 
 __all__ = [
     "CONFIG_NAME",
@@ -75,7 +76,7 @@ _MEMORY_KEY = re.compile(rb"""^(?:memory|"memory"|'memory')[ \t]*:(?:[ \t]|\r?$)
 _BOM = b"\xef\xbb\xbf"
 
 
-class DescriptorState(Words):
+class DescriptorState(Enum):
     #: No ``.agents/config.yaml`` in the checkout.
     ABSENT = "absent"
     #: ``config.yaml`` without a ``memory:`` block: no memory backend.

@@ -24,10 +24,9 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Iterable, Sequence
+from enum import Enum
 
 import attrs
-
-from aikito_mem.values import Words
 
 #: Seconds one git question may take ([L1]): a git that blocks (a hung network
 #: filesystem, a lock) is reported, never waited for.
@@ -49,7 +48,7 @@ class Unavailable:
     started: bool = attrs.field(default=True, kw_only=True)
 
 
-class _Outside(Words):
+class _Outside(Enum):
     NOT_A_WORK_TREE = "not a git work tree"
 
 

@@ -66,7 +66,7 @@ def view(
 
 def config(memory: tuple[str, ...] = (), paths: tuple[str, ...] = (CO,)) -> model.ProjectConfig:
     cands = tuple(model.Candidate(str(i + 1), p, p, True) for i, p in enumerate(paths))
-    return model.ProjectConfig(P, f"{WS}/projects/{P}", CFG, memory, cands, (), "0" * 64)
+    return model.ProjectConfig(P, f"{WS}/projects/{P}", CFG, memory, cands, (), b"")
 
 
 def plan_of(resources: model.ResourceSet, *views: views.CheckoutView) -> Plan:

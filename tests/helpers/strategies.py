@@ -246,7 +246,7 @@ class World:
             for i, c in enumerate(self.checkouts)
         )
         config = ProjectConfig(self.project, f"{ws}/projects/{self.project}", config_path,
-                               self.refs, candidates, (), "0" * 64)
+                               self.refs, candidates, (), b"")
         return {
             "config": config,
             "workspace": ws,

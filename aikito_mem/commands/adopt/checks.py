@@ -81,7 +81,7 @@ def read_config(config: ProjectConfig, target: str, edit: bool) -> bytes:
         raise ConfigError(f"{config.config_path}: cannot read agent.toml ({exc.strerror}); "
                           "nothing was written", code="config.unreadable",
                           path=config.config_path) from None
-    if fsutil.sha256_hex(data) != config.sha256:
+    if data != config.data:
         raise AdoptFailed(f"{config.config_path} changed while being read; nothing was "
                           "written — run again", code="stale", content_at=target,
                           exit_code=EXIT_STALE, outcome="stale")

@@ -26,11 +26,11 @@ import errno
 import os
 import stat
 from collections.abc import Callable, Sequence
+from enum import Enum
 
 import attrs
 
 from aikito_mem import fsutil
-from aikito_mem.values import Words
 
 _CHUNK = 1 << 20
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
@@ -40,7 +40,7 @@ def _nothing() -> None:
     return None
 
 
-class EntryKind(Words):
+class EntryKind(Enum):
     DIR = "directory"
     FILE = "regular file"
     LINK = "symlink"
@@ -48,7 +48,7 @@ class EntryKind(Words):
     OTHER = "special file"
 
 
-class MoveMethod(Words):
+class MoveMethod(Enum):
     RENAME = "rename"
     COPY = "copy"
 

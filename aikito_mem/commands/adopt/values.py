@@ -3,23 +3,24 @@ and what it reports (:class:`AdoptReport`), with the closed sets of words they u
 
 from __future__ import annotations
 
+from enum import Enum
+
 import attrs
 
 from aikito_mem.commands.adopt import treemove
 from aikito_mem.errors import AdoptRefused, AikitoError
 from aikito_mem.model import Operation, SegmentName, SyncResult
-from aikito_mem.values import Words
 
 SCHEMA = "aikito.adopt/1"
 CONTRACT_VERSION = 4
 
 
-class EntryType(Words):
+class EntryType(Enum):
     FILE = "file"
     DIRECTORY = "directory"
 
 
-class Method(Words):
+class Method(Enum):
     """How the content gets to ``<ws>/memory/REL``."""
 
     RENAME = "rename"
@@ -52,13 +53,13 @@ def link_refused(target: str, own: Operation | None,
     return AdoptRefused(message, code="link_refused", path=target)
 
 
-class Step(Words):
+class Step(Enum):
     MOVE = "move"
     REGISTER = "register"
     LINK = "link"
 
 
-class StepStatus(Words):
+class StepStatus(Enum):
     PLANNED = "planned"
     APPLIED = "applied"
     #: register: ``REL`` already listed.
@@ -69,7 +70,7 @@ class StepStatus(Words):
     UNDONE = "undone"
 
 
-class AdoptOutcome(Words):
+class AdoptOutcome(Enum):
     ADOPTED = "adopted"
     PLANNED = "planned"
     REFUSED = "refused"

@@ -8,10 +8,11 @@
 
 from __future__ import annotations
 
+from enum import Enum
+
 import attrs
 
 from aikito_mem.model import Finding
-from aikito_mem.values import Words
 
 __all__ = ["SCHEMA", "EntryKind", "InitEntry", "InitReport", "InitStatus"]
 
@@ -19,7 +20,7 @@ __all__ = ["SCHEMA", "EntryKind", "InitEntry", "InitReport", "InitStatus"]
 SCHEMA = "aikito.init/1"
 
 
-class InitStatus(Words):
+class InitStatus(Enum):
     """What happened to one path."""
 
     CREATED = "created"
@@ -28,7 +29,7 @@ class InitStatus(Words):
     PLANNED = "planned"
 
 
-class EntryKind(Words):
+class EntryKind(Enum):
     DIRECTORY = "directory"
     FILE = "file"
 
