@@ -402,3 +402,33 @@ def test_clean_moved_from_into_a_workspace_that_exists_is_refused(w: World) -> N
     res = w.cli(w.co, "--moved-from", other)
     assert res.exit_code == 4, res.output
     assert "still holds a workspace" in res.stderr
+
+
+def test_a_directory_below_memory_bind_mounted_onto_itself_is_never_pruned(w: World
+                                                                           ) -> None:
+    """[L8] [P2]: a mount the walk cannot tell by its inode (a directory bind-mounted onto
+    itself: the same device, the same inode) is found in the mount table — by a sync,
+    whose [P2] pruning would otherwise ``rmdir`` it once emptied (EBUSY, exit 5, every
+    run), and by a clean, which removes aikito's links in it and keeps it."""
+    mounts.need_root()
+    cfg = Path(w.ws.config_path("demo"))
+    cfg.write_text(cfg.read_text().replace('"g.md"', '"g.md", "team/a.md"'))
+    w.ws.add_file("team/a.md", "a\n")
+    assert w.ws.project("demo").sync().success
+    team = f"{w.co}/.agents/memory/team"
+    with mounts.bind(team, team):
+        cfg.write_text(cfg.read_text().replace(', "team/a.md"', ""))  # team/a.md dropped
+        for _ in range(2):
+            res = invoke("--workspace", w.ws.root, "sync", "project", "demo", "--json",
+                         catch=True)
+            assert res.exit_code == 0, res.output
+            doc = one_json(res.stdout)
+            assert team not in {op["target"] for op in doc["operations"]}
+            assert team in {f["path"] for f in doc["findings"]}
+        assert os.path.islink(f"{team}/a.md")  # never written into: a mount
+        res = w.cli("project", "demo", "--json")
+        assert res.exit_code == 0, res.output
+        doc = one_json(res.stdout)
+        assert team in {f["path"] for f in doc["findings"] if f["code"] == "clean.mount_point"}
+        assert os.path.isdir(team) and os.listdir(team) == []
+        assert w.cli("project", "demo").exit_code == 0

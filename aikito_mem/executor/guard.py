@@ -23,6 +23,7 @@ from aikito_mem.executor.guard_checkouts import (
     checkout_refusals,
     foreign_checkout,
     live_config,
+    removal_refusal,
 )
 from aikito_mem.model import (
     Action,
@@ -269,7 +270,7 @@ def _prefix(op: Operation, rule: SegmentRule, ctx: _Context) -> str:
 def _refuse(op: Operation, ctx: _Context, active: set[str],
             emptied: set[tuple[str, SegmentName, str]]) -> str | None:
     """:func:`_refuse_op` without the leading words (built only for a refusal)."""
-    foreign = foreign_checkout(op.checkout, active)
+    foreign = foreign_checkout(op.checkout, active, op.target)
     if foreign is not None:
         return foreign
     segment = op.segment
@@ -309,10 +310,9 @@ def _refuse(op: Operation, ctx: _Context, active: set[str],
             return (" removes a directory the plan's own unlinks do not empty; "
                     "aikito prunes only such directories ([P2])")
         return None  # the writer's rmdir checks it is that very, empty directory
-    if op.entry != "link":
-        return f" removes a {op.entry!r}; expected a link or a pruned directory"
-    if op.observed.kind is not Kind.LINK or op.observed.literal is None:
-        return f" removes {op.observed.describe()}; aikito only unlinks its own links"
+    removal = removal_refusal(op.entry, op.observed)
+    if removal is not None:
+        return removal
     # A relink's temporary name ([L4]) is owned as the entry it stands for.
     allowed = rule.history(ctx, relink_target(rel) or rel)
     literal = op.observed.literal

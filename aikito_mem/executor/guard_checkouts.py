@@ -5,8 +5,9 @@ Where a plan may write is derived from the live world, never from the plan: the 
 checkouts the live ``agent.toml`` lists, or the one checkout named explicitly (for
 ``aikito clean PATH``, that one directory) — never a place [H1] refuses.
 :func:`checkout_refusals` then refuses a plan that lists an active checkout twice or one
-outside those, and :func:`foreign_checkout` an operation of no active checkout of the
-plan.
+outside those, :func:`foreign_checkout` an operation of no active checkout of the plan
+or outside its checkout, and :func:`removal_refusal` a removal of anything but a link
+(or a pruned directory) — the checks both guards make first, written once.
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from aikito_mem.errors import ConfigError
-from aikito_mem.model import CheckoutState, Plan, ProjectConfig
+from aikito_mem.model import CheckoutState, Kind, Observed, Plan, ProjectConfig
 
 if TYPE_CHECKING:
     from aikito_mem.world.git import WorktreeAnswers
 
 __all__ = ["allowed_checkouts", "checkout_refusals", "clean_checkouts", "foreign_checkout",
-           "live_config"]
+           "live_config", "removal_refusal"]
 
 
 def live_config(plan: Plan, environ: Mapping[str, str] | None, known: ProjectConfig | None,
@@ -115,9 +116,24 @@ def checkout_refusals(plan: Plan, allowed: set[str], how: str, *, verb: str
     return active, refusals
 
 
-def foreign_checkout(checkout: str, active: set[str]) -> str | None:
+def foreign_checkout(checkout: str, active: set[str], target: str | None = None
+                     ) -> str | None:
     """Why an operation of ``checkout`` is refused when it is no active checkout of the
-    plan (the words after the operation), else ``None``."""
-    if checkout in active:
-        return None
-    return f" is for checkout {checkout!r}, which is not an active checkout of the plan"
+    plan, or its ``target`` lies outside that checkout (the words after the operation),
+    else ``None``."""
+    if checkout not in active:
+        return f" is for checkout {checkout!r}, which is not an active checkout of the plan"
+    if target is not None and not target.startswith(checkout + "/"):
+        return f" is outside checkout {checkout}; expected a path inside it"
+    return None
+
+
+def removal_refusal(entry: str, observed: Observed) -> str | None:
+    """Why an UNLINK that is no pruned directory is refused before its segment's own
+    ownership rule: it removes something else than a link, or what the plan recorded
+    there is not a link (the words after the operation), else ``None``."""
+    if entry != "link":
+        return f" removes a {entry!r}; expected a link or a pruned directory"
+    if observed.kind is not Kind.LINK or observed.literal is None:
+        return f" removes {observed.describe()}; aikito only unlinks its own links"
+    return None

@@ -21,8 +21,9 @@ from aikito_mem.executor.guard_checkouts import (
     checkout_refusals,
     clean_checkouts,
     foreign_checkout,
+    removal_refusal,
 )
-from aikito_mem.model import Action, Kind, Observed, Plan, SegmentName
+from aikito_mem.model import Action, Observed, Plan, SegmentName
 from aikito_mem.planner.clean import owner, place, prune_segment
 
 
@@ -84,11 +85,9 @@ def _refuse(checkout: str, target: str, entry: str, segment: SegmentName,
             holding: set[str],
             active: set[str], workspace: str, project: str | None,
             moved_from: str | None = None) -> str | None:
-    foreign = foreign_checkout(checkout, active)
+    foreign = foreign_checkout(checkout, active, target)
     if foreign is not None:
         return foreign
-    if not target.startswith(checkout + "/"):
-        return f" is outside checkout {checkout}; expected a path inside it"
     rel = target[len(checkout) + 1:]
     targets, skill_dirs = places
     if entry == "directory":
@@ -101,15 +100,14 @@ def _refuse(checkout: str, target: str, entry: str, segment: SegmentName,
                     "target, or a per-agent skills directory of the registry or on the "
                     "way to one ([L3], [N1])")
         return None  # the writer's rmdir checks it is that very, empty directory
-    if entry != "link":
-        return f" removes a {entry!r}; expected a link or a pruned directory"
+    removal = removal_refusal(entry, observed)
+    if removal is not None:
+        return removal
     where = place(rel, targets, skill_dirs)
     if where is None or where[0] is not segment:
         return (" is not a place a clean looks at; expected a path below .agents/memory or "
                 ".agents/skills, in a per-agent skills directory of the agent registry, "
                 "an instruction target of the registry, or .agents/AGENTS.md ([L3], [N1])")
-    if observed.kind is not Kind.LINK or observed.literal is None:
-        return f" removes {observed.describe()}; aikito only unlinks its own links"
     link_dir = target.rpartition("/")[0]
     if owner(where[0], where[1], observed.literal, link_dir, workspace, project,
              moved_from) is None:

@@ -63,8 +63,8 @@ def observe_project(
     from aikito_mem.world import checkouts, segments
     from aikito_mem.world.resources import resolve
 
-    views = tuple(checkouts.observe(s, observer) for s in slots)
     resources = resolve(config, workspace, observer)
+    views = checkouts.observed(slots, resources, observer)
     registry = load_registry(workspace)
     targets = registry.targets if agent is None else registry.targets_for(agent)
     detect = segments.Detection(registry, environ, home)

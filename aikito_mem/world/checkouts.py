@@ -38,6 +38,7 @@ from aikito_mem.model import (
     Kind,
     Observed,
     ProjectConfig,
+    ResourceSet,
 )
 from aikito_mem.values import Record, replace
 from aikito_mem.views import CheckoutView
@@ -431,6 +432,39 @@ def observe(slot: Slot, observer: Observer) -> CheckoutView:
                             root=Observed(Kind.OTHER))
     return CheckoutView(slot.label, slot.path, CheckoutState.ACTIVE, None,
                         root, agents, memory, entries, index_anchor)
+
+
+def observed(slots: tuple[Slot, ...], resources: ResourceSet, observer: Observer
+             ) -> tuple[CheckoutView, ...]:
+    """Every slot observed (:func:`observe`), its mount points marked (:func:`mark_mounts`)
+    against the desired targets of ``resources``."""
+    return mark_mounts(tuple(observe(s, observer) for s in slots), resources, observer)
+
+
+def mark_mounts(views: tuple[CheckoutView, ...], resources: ResourceSet,
+                observer: Observer) -> tuple[CheckoutView, ...]:
+    """[L8] [P2]: each directory below ``.agents/memory`` that the plan could prune (no
+    desired target of ``resources`` nor a directory on the way to one) and that is a mount
+    point the walk could not tell from its inode — a directory bind-mounted onto itself,
+    found in the mount table — typed :attr:`Kind.MOUNT`, its entries dropped, as the walk
+    types every other mount: never entered, never removed.  The table is read only when
+    some checkout holds such a directory (a steady-state sync never does)."""
+    desired = [r.rel for r in resources.resources if not r.shadowed]
+    wanted = {*desired, *(rel.rsplit("/", n)[0] for rel in desired
+                          for n in range(1, rel.count("/") + 1))}
+    out = []
+    for view in views:
+        dirs = [rel for rel, obs in view.entries if obs.kind is Kind.DIR and rel not in wanted]
+        table = observer.mounts() if dirs else None
+        base = f"{view.path}/{layout.MEMORY_DIR}"
+        mounted = {rel for rel in dirs if table is not None and f"{base}/{rel}" in table}
+        if mounted:
+            view = replace(view, entries=tuple(
+                (rel, Observed(Kind.MOUNT, None, obs.dev, obs.ino) if rel in mounted else obs)
+                for rel, obs in view.entries
+                if not any(rel.startswith(f"{m}/") for m in mounted)))
+        out.append(view)
+    return tuple(out)
 
 
 def entry_named(entries: tuple[tuple[str, Observed], ...], name: str) -> Observed | None:

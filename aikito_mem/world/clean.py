@@ -164,6 +164,7 @@ def observe_checkout(slot: Slot, targets: tuple[str, ...], observer: Observer,
         agent_skills = tuple(_skill_dir(co, rel, observer, parents) for rel in skill_dirs)
         mounts = _mounts(co, observer, [
             (AGENTS_DIR, agents), (MEMORY_DIR, memory), (SKILLS_DIR, skills),
+            *((f"{MEMORY_DIR}/{rel}", obs) for rel, obs in memory_entries),
             *((rel, obs) for rel, (obs, _) in parents.found.items()),
             *((rel, obs) for rel, obs, _ in agent_skills)])
     except OSError as exc:
