@@ -129,15 +129,12 @@ class _CheckoutPlanner:
         rest preserved with a finding; then the directories the unlinks empty pruned."""
         for rel, obs in self.entries.items():
             if rel in self.desired or rel in self.ancestors:
-                # Not a stale entry ([P2]): an intermediate that is not a real directory is
-                # a CONFLICT of the resource below it ([O4]), even when it is aikito's link.
-                continue
+                continue  # not stale ([P2]): a non-directory on the way is a CONFLICT ([O4])
             base = relink_target(rel)  # a relink's temporary name ([L4]): owned as base
             if obs.kind is _DIR and base is None:
                 continue
             if obs.kind is _LINK and entry_problem(rel) is None:
-                # [H3]: any name an owned link can have on disk is unlinked — the rule
-                # the writer's guard applies to the same target.
+                # [H3]: any name an owned link can have is unlinked (the guard's rule too).
                 cand = self.former(obs.literal, base or rel)
                 why = "no longer wanted: aikito's link for a reference that was removed"
                 if cand is None and self.moved_from is not None:  # [L4]: into the old root
